@@ -1,0 +1,9 @@
+#pragma once
+// The one list of subcommands; each line names the register function of the part that owns it.
+#include "tools/command_registry.h"
+
+namespace nvl::tools {
+
+void register_all_commands(CommandRegistry& registry);
+
+}  // namespace nvl::tools
