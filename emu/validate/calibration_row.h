@@ -1,0 +1,24 @@
+#pragma once
+// One row of `nvl72emu validate`: a published figure, what the emulator gives for the same
+// configuration, and the tolerance the comparison is held to.
+#include <optional>
+#include <string>
+
+namespace nvl::emu {
+
+struct CalibrationRow {
+  std::string id;      // stable, e.g. "gemm_fp8_h800"
+  std::string name;    // what is compared, in words
+  std::string unit;    // e.g. "TFLOPS", "us", "GB"
+  std::string source;  // where the published figure comes from (REFERENCE.md section and origin)
+  double published = 0;
+  double emulated = 0;
+  double tolerance_pct = 0;
+  // When set, the row passes on |emulated - published| <= tolerance_abs instead (e.g. "within 1 request").
+  std::optional<double> tolerance_abs;
+
+  double error_pct() const;
+  bool pass() const;
+};
+
+}  // namespace nvl::emu
