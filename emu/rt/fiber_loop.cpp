@@ -80,10 +80,9 @@ void FiberLoop::shutdown() {
   // Unwind every live fiber: blocked ones wake and throw Cancelled; unstarted ones skip their body.
   for (auto& [id, f] : fibers_) {
     f->cancel = true;
-    if (f->op != nullptr) {
-      f->op = nullptr;
-      schedule(*f);
-    }
+    if (f->op == nullptr) continue;  // ready or running: it meets the flag at its next wait
+    if (f->waiter != nullptr && f->waiter->linked) f->waiting_on->unlink(f->waiter);
+    schedule(*f);
   }
   while (algo_->workers_ready > 0) boost::this_fiber::yield();
 }
@@ -238,8 +237,10 @@ bool FiberLoop::block_on(Condition& cond, const char* op, Time deadline) {
   }
   f.op = op;
   f.waiting_on = &cond;
+  f.waiter = &w;
   f.deadline = deadline;
   suspend(f);
+  f.waiter = nullptr;
   if (timed) cancel_timer(slot, gen);
   if (!w.woken) {
     // Timed out (the timer unlinked us) or cancelled at shutdown (still linked).
@@ -267,6 +268,8 @@ void FiberLoop::abandon(Condition& cond) {
 }
 
 void FiberLoop::schedule(detail::FiberState& f) {
+  // Only a blocked fiber may be made ready; twice would corrupt Boost.Fiber's ready queue.
+  if (f.op == nullptr) throw std::logic_error("runtime bug: fiber '" + f.name + "' scheduled while not blocked");
   f.op = nullptr;
   f.waiting_on = nullptr;
   ++stats_.wakeups;
@@ -295,8 +298,8 @@ void FiberLoop::dispatch(std::uint32_t slot) {
       detail::FiberState* f = s.fiber;
       detail::Waiter* w = s.waiter;
       free_slot(slot);
-      if (w->woken) return;  // notified at this same instant, not yet resumed
-      const_cast<Condition*>(f->waiting_on)->unlink(w);
+      if (!w->linked) return;  // notified at this same instant (or cancelled), not yet resumed
+      f->waiting_on->unlink(w);
       schedule(*f);
       return;
     }

@@ -24,7 +24,8 @@ struct FiberState {
   const void* loop = nullptr;  // the runtime that owns it
   // While blocked: the operation, the condition (null for a sleep) and the deadline.
   const char* op = nullptr;
-  const Condition* waiting_on = nullptr;
+  Condition* waiting_on = nullptr;
+  Waiter* waiter = nullptr;
   Time deadline = Time::max();
   std::unique_ptr<Condition> joiners;  // created by the first join()
 };
