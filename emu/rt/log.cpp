@@ -38,9 +38,10 @@ spdlog::level::level_enum log_level_from_env() {
   return level;
 }
 
-std::shared_ptr<spdlog::logger> make_logger(Runtime& rt, const std::string& name) {
+std::shared_ptr<spdlog::logger> make_logger(Runtime& rt, const std::string& name, spdlog::sink_ptr sink) {
   // One sink per logger: spdlog formatters live on sinks, and each logger stamps its own runtime's time.
-  auto logger = std::make_shared<spdlog::logger>(name, std::make_shared<spdlog::sinks::stderr_color_sink_mt>());
+  if (!sink) sink = std::make_shared<spdlog::sinks::stderr_color_sink_mt>();
+  auto logger = std::make_shared<spdlog::logger>(name, std::move(sink));
   auto formatter = std::make_unique<spdlog::pattern_formatter>();
   formatter->add_flag<RuntimeTimeFlag>('*', rt).set_pattern("[%*] [%n] [%^%l%$] %v");
   logger->set_formatter(std::move(formatter));
