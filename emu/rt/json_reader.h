@@ -1,0 +1,56 @@
+#pragma once
+// Strict reading of one JSON object from a profile or scenario file. Each getter consumes a key;
+// finish() rejects keys nobody asked for; every problem is an InputError naming the file, the key path
+// and what was expected. Calibrated numbers are {"value": x, "source": "..."} so each carries its origin.
+#include <cstdint>
+#include <filesystem>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "emu/rt/time.h"
+
+namespace nvl::rt {
+
+class JsonReader {
+ public:
+  // `path` is the key path of `object` inside the file ("" at the top). `object` must outlive the reader.
+  JsonReader(const nlohmann::json& object, std::string file, std::string path = "");
+  // Reads and parses a whole file; its top level must be an object.
+  static nlohmann::json parse_file(const std::filesystem::path& file);
+
+  bool has(std::string_view key) const;
+  std::string string(std::string_view key);
+  bool boolean(std::string_view key);
+  // An integer in [min, max].
+  std::int64_t integer(std::string_view key, std::int64_t min = 0, std::int64_t max = INT64_MAX);
+  // A finite number in [min, max].
+  double number(std::string_view key, double min = 0, double max = 1e300);
+  // A sourced number {"value": x, "source": "..."} in [min, max].
+  double sourced(std::string_view key, double min = 0, double max = 1e300);
+  // A sourced duration given in nanoseconds.
+  Duration sourced_ns(std::string_view key);
+  JsonReader object(std::string_view key);
+  // An array of objects.
+  std::vector<JsonReader> objects(std::string_view key);
+
+  // Throws for the first key that was never read.
+  void finish() const;
+  [[noreturn]] void fail(std::string_view key, const std::string& problem) const;
+  const std::string& file() const { return file_; }
+  // The key path of `key` in this object, e.g. "cluster.racks".
+  std::string where(std::string_view key) const;
+
+ private:
+  const nlohmann::json& get(std::string_view key);
+
+  const nlohmann::json* object_;
+  std::string file_;
+  std::string path_;
+  std::set<std::string, std::less<>> read_;
+};
+
+}  // namespace nvl::rt

@@ -1,0 +1,71 @@
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+#include "emu/rt/errors.h"
+#include "emu/rt/json_reader.h"
+
+namespace nvl::rt {
+namespace {
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(JsonReader, ReadsEveryKindOfValue) {
+  const auto j = nlohmann::json::parse(R"({"name": "B300", "on": true, "n": 18, "x": 0.5,
+      "bw": {"value": 9e11, "source": "REFERENCE.md 1.1"}, "lat": {"value": 250, "source": "est"},
+      "parts": [{"id": 1}, {"id": 2}]})");
+  JsonReader r(j, "gpu.json");
+  EXPECT_EQ(r.string("name"), "B300");
+  EXPECT_TRUE(r.boolean("on"));
+  EXPECT_EQ(r.integer("n", 1, 100), 18);
+  EXPECT_DOUBLE_EQ(r.number("x", 0, 1), 0.5);
+  EXPECT_DOUBLE_EQ(r.sourced("bw"), 9e11);
+  EXPECT_EQ(r.sourced_ns("lat"), ns(250));
+  auto parts = r.objects("parts");
+  ASSERT_EQ(parts.size(), 2u);
+  EXPECT_EQ(parts[1].integer("id"), 2);
+  EXPECT_NO_THROW(r.finish());
+}
+
+TEST(JsonReader, EachKindOfBadInputNamesFileKeyAndExpectation) {
+  const auto j = nlohmann::json::parse(R"({"a": "text", "neg": -3, "frac": 1.5, "bw": {"value": 1},
+      "nosrc": {"value": 1, "source": ""}, "extra": 1, "inner": {"deep": "x"}, "list": [1]})");
+  JsonReader r(j, "p.json", "cluster");
+  EXPECT_EQ(error_of([&] { r.integer("missing"); }), "p.json: cluster.missing: missing key");
+  EXPECT_EQ(error_of([&] { r.integer("a"); }), "p.json: cluster.a: expected an integer in [0, inf), got \"text\"");
+  EXPECT_EQ(error_of([&] { r.integer("neg"); }), "p.json: cluster.neg: expected an integer in [0, inf), got -3");
+  EXPECT_EQ(error_of([&] { r.number("frac", 0, 1); }), "p.json: cluster.frac: expected a number in [0, 1], got 1.5");
+  EXPECT_EQ(error_of([&] { r.sourced("bw"); }), "p.json: cluster.bw.source: missing key");
+  EXPECT_NE(error_of([&] { r.sourced("nosrc"); }).find("cluster.nosrc.source: expected a non-empty string"),
+            std::string::npos);
+  EXPECT_EQ(error_of([&] { r.object("inner").integer("deep"); }),
+            "p.json: cluster.inner.deep: expected an integer in [0, inf), got \"x\"");
+  EXPECT_EQ(error_of([&] { r.objects("list"); }), "p.json: cluster.list[0]: expected an object");
+  EXPECT_EQ(error_of([&] { r.boolean("a"); }), "p.json: cluster.a: expected true or false, got \"text\"");
+  EXPECT_EQ(error_of([&] { r.finish(); }), "p.json: cluster.extra: unknown key");
+}
+
+TEST(JsonReader, FilesThatAreMissingNotJsonOrNotAnObject) {
+  const auto dir = std::filesystem::temp_directory_path() / "nvl_json_reader_test";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "bad.json") << "{\"a\": 1,,}";
+  std::ofstream(dir / "array.json") << "[1, 2]";
+  EXPECT_EQ(error_of([&] { JsonReader::parse_file(dir / "none.json"); }),
+            (dir / "none.json").string() + ": cannot open the file");
+  EXPECT_NE(error_of([&] { JsonReader::parse_file(dir / "bad.json"); }).find("bad.json: not valid JSON"),
+            std::string::npos);
+  EXPECT_EQ(error_of([&] { JsonReader::parse_file(dir / "array.json"); }),
+            (dir / "array.json").string() + ": (top): expected an object");
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace nvl::rt
