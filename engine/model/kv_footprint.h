@@ -1,0 +1,23 @@
+#pragma once
+// KV-cache bytes per token: MLA keeps one latent (kv_lora + rope) per token and layer; DSA adds the
+// indexer's key (FP8 plus a scale); GQA keeps K and V per KV head.
+#include <cstdint>
+
+#include "engine/hal/types.h"
+#include "engine/model/model_profile.h"
+
+namespace nvl::engine {
+
+struct KvBytesPerToken {
+  std::uint64_t attention_per_layer = 0;  // MLA latent or GQA K+V
+  std::uint64_t indexer_per_layer = 0;    // DSA indexer key (0 without DSA)
+  std::int64_t layers = 0;                // layers that keep KV
+
+  std::uint64_t per_layer() const { return attention_per_layer + indexer_per_layer; }
+  std::uint64_t total() const { return per_layer() * static_cast<std::uint64_t>(layers); }
+};
+
+// `with_mtp`: count the MTP modules' layers too (they keep KV of their own).
+KvBytesPerToken kv_bytes_per_token(const ModelProfile& m, hal::DType kv_dtype, bool with_mtp = false);
+
+}  // namespace nvl::engine

@@ -1,0 +1,74 @@
+#pragma once
+// A model's architecture, with the field names of its published config.json, and the parameter
+// counts that follow from it. Loaded from engine/models/*.json.
+#include <cstdint>
+#include <filesystem>
+#include <string>
+
+namespace nvl::engine {
+
+enum class AttentionKind : std::uint8_t {
+  mla,      // multi-head latent attention (DeepSeek-V3)
+  mla_dsa,  // MLA with DeepSeek sparse attention: an indexer picks the top-k tokens each query attends to
+  gqa,      // grouped-query attention (GLM-4.5)
+};
+
+struct ModelProfile {
+  std::string name;
+  AttentionKind attention = AttentionKind::mla;
+  std::int64_t hidden_size = 0;
+  std::int64_t num_hidden_layers = 0;
+  std::int64_t first_k_dense_replace = 0;  // the first k layers have a dense FFN, the rest MoE
+  std::int64_t vocab_size = 0;
+  std::int64_t num_attention_heads = 0;
+  // MLA
+  std::int64_t q_lora_rank = 0;
+  std::int64_t kv_lora_rank = 0;
+  std::int64_t qk_rope_head_dim = 0;
+  std::int64_t qk_nope_head_dim = 0;
+  std::int64_t v_head_dim = 0;
+  // DSA indexer
+  std::int64_t index_n_heads = 0;
+  std::int64_t index_head_dim = 0;
+  std::int64_t index_topk = 0;
+  std::int64_t index_key_scale_bytes = 0;
+  // GQA
+  std::int64_t num_key_value_heads = 0;
+  std::int64_t head_dim = 0;
+  // MoE and dense FFN
+  std::int64_t n_routed_experts = 0;
+  std::int64_t n_shared_experts = 0;
+  std::int64_t num_experts_per_tok = 0;
+  std::int64_t moe_intermediate_size = 0;
+  std::int64_t intermediate_size = 0;
+  // MTP
+  std::int64_t num_nextn_predict_layers = 0;
+  double mtp_acceptance_rate = 0;
+  // Published totals, to check the counts below against.
+  double published_params_total = 0;
+  double published_params_active = 0;
+
+  std::int64_t moe_layers() const { return num_hidden_layers - first_k_dense_replace; }
+  bool is_mla() const { return attention != AttentionKind::gqa; }
+
+  // Parameter counts (elements, not bytes).
+  std::int64_t attention_params_per_layer() const;  // projections, without the DSA indexer
+  std::int64_t indexer_params_per_layer() const;    // 0 unless mla_dsa
+  std::int64_t expert_params() const;               // one routed expert (gate, up, down)
+  std::int64_t shared_expert_params() const;        // all shared experts of one layer
+  std::int64_t dense_ffn_params() const;            // one dense layer's FFN
+  std::int64_t router_params() const;               // one MoE layer's gate
+  std::int64_t embedding_params() const;            // the input embedding table
+  std::int64_t lm_head_params() const;              // the output projection (untied)
+  std::int64_t mtp_extra_params() const;            // an MTP module beyond its decoder layer: eh_proj
+  std::int64_t total_params() const;                // main model, without MTP modules (as published)
+  // What one token touches: everything but the embedding table (a lookup) and the unused experts.
+  std::int64_t active_params() const;
+};
+
+// Reads and checks a model profile; any problem is an InputError naming the file and key.
+ModelProfile load_model_profile(const std::filesystem::path& file);
+// engine/models/<name>.json under the source tree (NVL_SOURCE_DIR), e.g. "glm-5".
+std::filesystem::path model_profile_path(const std::string& name);
+
+}  // namespace nvl::engine

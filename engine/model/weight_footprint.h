@@ -1,0 +1,30 @@
+#pragma once
+// Weight bytes one GPU holds for a model under a parallel layout: the first number of the HBM budget
+// (what is left after weights and activations is the KV cache).
+#include <cstdint>
+
+#include "engine/model/model_profile.h"
+#include "engine/model/parallel_layout.h"
+
+namespace nvl::engine {
+
+struct WeightFootprint {
+  std::uint64_t attention_bytes = 0;  // projections and DSA indexer, all layers
+  std::uint64_t routed_expert_bytes = 0;
+  std::uint64_t shared_expert_bytes = 0;  // shared experts and routers
+  std::uint64_t dense_ffn_bytes = 0;
+  std::uint64_t embedding_bytes = 0;  // embedding table and LM head
+  std::uint64_t mtp_bytes = 0;        // MTP modules (a decoder layer and eh_proj each)
+  std::int64_t expert_slots = 0;      // routed experts held per GPU (with redundancy)
+
+  std::uint64_t total_bytes() const {
+    return attention_bytes + routed_expert_bytes + shared_expert_bytes + dense_ffn_bytes + embedding_bytes +
+           mtp_bytes;
+  }
+};
+
+// Throws std::invalid_argument when the layout cannot hold the model (experts that do not spread
+// evenly over the EP group, a TP degree that does not divide the heads).
+WeightFootprint weight_footprint_per_gpu(const ModelProfile& m, const ParallelLayout& layout, const WeightDtypes& dt);
+
+}  // namespace nvl::engine
