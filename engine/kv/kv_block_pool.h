@@ -1,0 +1,79 @@
+#pragma once
+// A fixed pool of KV-cache blocks with a prefix cache: full blocks are published under the hash of
+// their content chain, so a later request with the same prefix finds and shares them. Blocks are
+// reference-counted; unreferenced published blocks stay cached in LRU order until their space is
+// needed. Every block is in exactly one state: free, in use (referenced), or cached (evictable).
+// One pool per memory tier and rank (GPU HBM, Grace); moving blocks between tiers is the caller's job.
+#include <cstdint>
+#include <functional>
+#include <list>
+#include <optional>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace nvl::engine {
+
+// Identifies a block's content: a hash of the block's tokens chained with its prefix's hash.
+using BlockHash = std::uint64_t;
+using BlockId = std::int32_t;
+
+class KvBlockPool {
+ public:
+  // Published blocks leave the cache: by eviction (space needed) or clear().
+  using EvictListener = std::function<void(BlockHash)>;
+
+  KvBlockPool(std::string name, std::int64_t num_blocks, std::int64_t block_tokens);
+
+  const std::string& name() const { return name_; }
+  std::int64_t block_tokens() const { return block_tokens_; }
+  std::int64_t capacity() const { return static_cast<std::int64_t>(blocks_.size()); }
+  std::int64_t free_blocks() const { return static_cast<std::int64_t>(free_.size()); }
+  std::int64_t cached_blocks() const { return static_cast<std::int64_t>(lru_.size()); }
+  std::int64_t used_blocks() const { return capacity() - free_blocks() - cached_blocks(); }
+  // Blocks an allocation could get now: free plus evictable.
+  std::int64_t available_blocks() const { return free_blocks() + cached_blocks(); }
+
+  // How many leading hashes are published here (no reference taken).
+  std::int64_t match_length(std::span<const BlockHash> hashes) const;
+  bool contains(BlockHash h) const { return by_hash_.contains(h); }
+  // Takes a reference on each block of the longest published prefix and returns them in order.
+  std::vector<BlockId> acquire_prefix(std::span<const BlockHash> hashes);
+  // n fresh, unpublished blocks with one reference each, evicting least recently used cached blocks
+  // as needed; nullopt (and nothing changed) when fewer than n are available.
+  std::optional<std::vector<BlockId>> allocate(std::int64_t n);
+  // A block now full with content `h` becomes findable. If another block already holds `h` this one
+  // stays private (it is freed when released) and false is returned.
+  bool publish(BlockId b, BlockHash h);
+  // Drops one reference from each block; at zero a published block becomes cached, others free.
+  void release(std::span<const BlockId> blocks);
+  // Evicts every cached block (the listener hears each); blocks in use stay.
+  void clear_cached();
+
+  void on_evict(EvictListener l) { on_evict_ = std::move(l); }
+  std::int32_t ref_count(BlockId b) const { return blocks_.at(static_cast<std::size_t>(b)).refs; }
+  std::optional<BlockHash> hash_of(BlockId b) const;
+  // Checks that every block is in exactly one state and the indexes agree; throws std::logic_error.
+  void check_invariants() const;
+
+ private:
+  struct Block {
+    std::int32_t refs = 0;
+    bool published = false;
+    BlockHash hash = 0;
+    std::list<BlockId>::iterator lru_pos;  // valid while cached
+  };
+  Block& at(BlockId b);
+  void evict_one();
+
+  std::string name_;
+  std::int64_t block_tokens_;
+  std::vector<Block> blocks_;
+  std::vector<BlockId> free_;                           // stack of free blocks
+  std::list<BlockId> lru_;                              // cached blocks, least recently used first
+  std::unordered_map<BlockHash, BlockId> by_hash_;      // published blocks (lookup only, never iterated)
+  EvictListener on_evict_;
+};
+
+}  // namespace nvl::engine
