@@ -1,0 +1,103 @@
+#pragma once
+// One rank's KV cache: a GPU block pool and, optionally, a Grace tier in the tray's LPDDR5X. It admits
+// requests (sharing their cached prefix, loading what only Grace holds, allocating the rest), grows
+// them as they decode, publishes full blocks under their content hashes, and spills to Grace by the
+// tier policy. It decides what moves; the worker carries the copies out (take_copies) over the HAL.
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "engine/kv/kv_block_pool.h"
+#include "engine/kv/kv_event.h"
+
+namespace nvl::engine {
+
+using RequestId = std::uint64_t;
+
+enum class GraceTierPolicy : std::uint8_t {
+  off,
+  write_through,  // a block is copied to Grace when it is published
+  write_back,     // a block is copied to Grace when the GPU evicts it
+};
+
+struct KvCacheConfig {
+  std::int32_t rank = 0;
+  std::int64_t gpu_blocks = 0;
+  std::int64_t grace_blocks = 0;
+  std::int64_t block_tokens = 64;
+  std::uint64_t block_bytes = 0;  // KV bytes of one block, all layers
+  GraceTierPolicy grace_policy = GraceTierPolicy::off;
+};
+
+// Where a prompt's prefix is: the first gpu_blocks on the GPU, the next grace_blocks only in Grace.
+struct PrefixMatch {
+  std::int64_t gpu_blocks = 0;
+  std::int64_t grace_blocks = 0;
+};
+
+struct AdmitPlan {
+  std::int64_t gpu_hit_tokens = 0;    // prefix already on the GPU
+  std::int64_t grace_hit_tokens = 0;  // prefix to load from Grace before prefill
+  std::int64_t compute_tokens = 0;    // prompt tokens left to prefill
+};
+
+// A copy the worker must run: blocks between the GPU and Grace.
+struct KvCopy {
+  enum class Direction : std::uint8_t { grace_to_gpu, gpu_to_grace };
+  Direction direction = Direction::gpu_to_grace;
+  std::int64_t blocks = 0;
+  std::uint64_t bytes = 0;
+};
+
+class KvCacheManager {
+ public:
+  explicit KvCacheManager(const KvCacheConfig& cfg);
+
+  const KvCacheConfig& config() const { return cfg_; }
+  PrefixMatch match(std::span<const BlockHash> hashes) const;
+  // Takes blocks for a request's prompt: nullopt (nothing taken) when the GPU cannot hold it.
+  std::optional<AdmitPlan> admit(RequestId id, std::span<const BlockHash> prompt_hashes, std::int64_t prompt_tokens);
+  // Grows a request to `total_tokens` (decode). False, with nothing taken, when the GPU is full.
+  bool extend(RequestId id, std::int64_t total_tokens);
+  // The request's first `tokens_done` tokens are computed: publish its full blocks under `hashes`.
+  void publish(RequestId id, std::span<const BlockHash> hashes, std::int64_t tokens_done);
+  // Drops a request's blocks (finished, preempted or cancelled).
+  void release(RequestId id);
+  bool holds(RequestId id) const { return requests_.contains(id); }
+
+  std::vector<KvCopy> take_copies();
+  void subscribe(std::function<void(const KvEvent&)> listener) { listeners_.push_back(std::move(listener)); }
+
+  // Blocks still free for new work (free plus evictable) on the GPU.
+  std::int64_t gpu_available_blocks() const { return gpu_.available_blocks(); }
+  std::int64_t blocks_for(std::int64_t tokens) const { return (tokens + cfg_.block_tokens - 1) / cfg_.block_tokens; }
+  const KvBlockPool& gpu() const { return gpu_; }
+  const KvBlockPool& grace() const { return grace_; }
+  // Drops every cached block in both tiers (used at drain, and by faults that lose memory).
+  void clear_cached();
+  // Both pools' invariants, and that every request's blocks are referenced.
+  void check_invariants() const;
+
+ private:
+  struct Held {
+    std::vector<BlockId> blocks;
+    std::int64_t tokens = 0;
+    std::int64_t published = 0;
+  };
+  Held& held(RequestId id);
+  void emit(KvEvent::Kind kind, KvTier tier, BlockHash h);
+  void copy(KvCopy::Direction d, std::int64_t blocks);
+  void store_in_grace(BlockHash h);
+
+  KvCacheConfig cfg_;
+  KvBlockPool gpu_;
+  KvBlockPool grace_;
+  std::map<RequestId, Held> requests_;
+  std::vector<KvCopy> copies_;
+  std::vector<std::function<void(const KvEvent&)>> listeners_;
+};
+
+}  // namespace nvl::engine

@@ -1,0 +1,22 @@
+#pragma once
+// What a rank's KV cache tells the world (the router's prefix index listens): a block of some content
+// became available in a tier, or went away from it.
+#include <cstdint>
+#include <string_view>
+
+#include "engine/kv/kv_block_pool.h"
+
+namespace nvl::engine {
+
+enum class KvTier : std::uint8_t { gpu, grace };
+std::string_view to_string(KvTier t);
+
+struct KvEvent {
+  enum class Kind : std::uint8_t { stored, removed };
+  Kind kind = Kind::stored;
+  KvTier tier = KvTier::gpu;
+  std::int32_t rank = 0;
+  BlockHash hash = 0;
+};
+
+}  // namespace nvl::engine
