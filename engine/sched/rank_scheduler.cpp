@@ -1,0 +1,164 @@
+#include "engine/sched/rank_scheduler.h"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+namespace nvl::engine {
+
+RankScheduler::RankScheduler(KvCacheManager& kv, SchedulerConfig cfg, std::unique_ptr<SchedulingPolicy> policy)
+    : kv_(kv), cfg_(cfg), policy_(std::move(policy)) {
+  if (cfg_.token_budget < 1 + cfg_.draft_tokens || cfg_.max_running < 1 || cfg_.chunk_tokens < 1 ||
+      cfg_.draft_tokens < 0) {
+    throw std::invalid_argument("scheduler: token budget must fit one decode (1 + drafts), running cap and chunk >= 1");
+  }
+  if (!policy_) policy_ = std::make_unique<FcfsPolicy>();
+}
+
+RequestState& RankScheduler::state(RequestId id) {
+  const auto it = requests_.find(id);
+  if (it == requests_.end()) throw std::logic_error("scheduler: unknown request " + std::to_string(id));
+  return it->second;
+}
+
+const RequestState* RankScheduler::find(RequestId id) const {
+  const auto it = requests_.find(id);
+  return it == requests_.end() ? nullptr : &it->second;
+}
+
+void RankScheduler::enqueue(RequestState request) {
+  if (request.prompt_tokens < 1 || request.max_output_tokens < 1) {
+    throw std::invalid_argument("scheduler: request " + std::to_string(request.id) +
+                                " needs at least one prompt token and one output token");
+  }
+  const RequestId id = request.id;
+  request.phase = RequestState::Phase::waiting;
+  const auto [it, inserted] = requests_.emplace(id, std::move(request));
+  if (!inserted) throw std::logic_error("scheduler: request " + std::to_string(id) + " enqueued twice");
+  waiting_.push_back(&it->second);
+}
+
+bool RankScheduler::cancel(RequestId id) {
+  const auto it = requests_.find(id);
+  if (it == requests_.end()) return false;
+  RequestState* r = &it->second;
+  if (kv_.holds(id)) kv_.release(id);
+  std::erase(waiting_, r);
+  std::erase(running_, r);
+  requests_.erase(it);
+  return true;
+}
+
+std::int64_t RankScheduler::tokens_in_flight() const {
+  std::int64_t n = 0;
+  for (const RequestState* r : running_) n += r->computed_tokens;
+  return n;
+}
+
+bool RankScheduler::admit(RequestState& r) {
+  const auto plan = kv_.admit(r.id, r.prompt_hashes, r.prefill_target());
+  if (!plan) return false;
+  r.cached_tokens = plan->gpu_hit_tokens + plan->grace_hit_tokens;
+  r.computed_tokens = r.cached_tokens;
+  r.phase = RequestState::Phase::prefill;
+  return true;
+}
+
+void RankScheduler::preempt(RequestState& r) {
+  kv_.release(r.id);
+  r.phase = RequestState::Phase::waiting;
+  r.computed_tokens = 0;
+  ++r.preemptions;
+  std::erase(running_, &r);
+  waiting_.push_front(&r);
+}
+
+StepPlan RankScheduler::plan_step() {
+  StepPlan plan;
+  std::int64_t budget = cfg_.token_budget;
+  const std::int64_t per_decode = 1 + cfg_.draft_tokens;
+
+  // Decodes first, oldest first; the newest running request gives way when KV runs out.
+  const std::vector<RequestState*> running = running_;
+  for (RequestState* r : running) {
+    if (r->phase != RequestState::Phase::decode) continue;
+    if (std::find(running_.begin(), running_.end(), r) == running_.end()) continue;  // preempted meanwhile
+    if (budget < per_decode) break;
+    bool preempted_self = false;
+    while (!kv_.extend(r->id, r->computed_tokens + per_decode)) {
+      RequestState* victim = running_.back();
+      plan.preempted.push_back(victim->id);
+      preempt(*victim);
+      if (victim == r) {
+        preempted_self = true;
+        break;
+      }
+    }
+    if (preempted_self) continue;
+    plan.items.push_back(StepItem{r->id, r->computed_tokens, per_decode, true, false});
+    plan.decode_tokens += per_decode;
+    budget -= per_decode;
+  }
+
+  const auto add_chunk = [&](RequestState& r) {
+    const std::int64_t n = std::min({cfg_.chunk_tokens, budget, r.prefill_target() - r.computed_tokens});
+    if (n <= 0) return;
+    plan.items.push_back(StepItem{r.id, r.computed_tokens, n, false, r.computed_tokens + n == r.prefill_target()});
+    plan.prefill_tokens += n;
+    budget -= n;
+  };
+  for (RequestState* r : running_) {
+    if (r->phase == RequestState::Phase::prefill && budget > 0) add_chunk(*r);
+  }
+  while (budget > 0 && !waiting_.empty() && static_cast<std::int64_t>(running_.size()) < cfg_.max_running) {
+    const std::size_t i = policy_->pick(waiting_);
+    RequestState* r = waiting_[i];
+    if (kv_.blocks_for(r->prefill_target()) > kv_.gpu().capacity()) {
+      plan.rejected.push_back(r->id);
+      waiting_.erase(waiting_.begin() + static_cast<std::ptrdiff_t>(i));
+      requests_.erase(r->id);
+      continue;
+    }
+    if (!admit(*r)) break;  // no KV for it now: later requests wait too, so large ones are not starved
+    waiting_.erase(waiting_.begin() + static_cast<std::ptrdiff_t>(i));
+    running_.push_back(r);
+    add_chunk(*r);
+  }
+  return plan;
+}
+
+std::vector<StepOutcome> RankScheduler::complete_step(const StepPlan& plan,
+                                                      const std::function<std::int64_t(RequestId)>& accepted_drafts) {
+  std::vector<StepOutcome> out;
+  for (const StepItem& item : plan.items) {
+    const auto it = requests_.find(item.id);
+    if (it == requests_.end()) continue;  // cancelled while the step ran
+    RequestState& r = it->second;
+    StepOutcome o{r.id, 0, false, false};
+    if (item.decode) {
+      const std::int64_t kept = std::clamp<std::int64_t>(accepted_drafts(r.id), 0, cfg_.draft_tokens);
+      o.new_output_tokens = std::min(1 + kept, r.max_output_tokens - r.output_tokens);
+      r.computed_tokens += o.new_output_tokens;
+    } else {
+      r.computed_tokens += item.new_tokens;
+      kv_.publish(r.id, r.prompt_hashes, r.computed_tokens);
+      if (item.last_chunk) {
+        // The last prompt position yields the next token: the first one, or the next after a preemption.
+        o.first_token = r.output_tokens == 0;
+        o.new_output_tokens = 1;
+        r.phase = RequestState::Phase::decode;
+      }
+    }
+    r.output_tokens += o.new_output_tokens;
+    o.finished = r.done();
+    if (o.finished) {
+      kv_.release(r.id);
+      std::erase(running_, &r);
+      requests_.erase(it);
+    }
+    out.push_back(o);
+  }
+  return out;
+}
+
+}  // namespace nvl::engine

@@ -1,0 +1,71 @@
+#pragma once
+// Continuous batching for one rank: every step runs each running request's decode, continues chunked
+// prefills, and admits waiting requests while the token budget, the running cap and free KV blocks
+// allow. When decode outgrows the KV cache the newest running request is preempted (its KV dropped,
+// to be recomputed later), as vLLM does.
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "engine/kv/kv_cache_manager.h"
+#include "engine/sched/request_state.h"
+#include "engine/sched/scheduling_policy.h"
+#include "engine/sched/step_plan.h"
+
+namespace nvl::engine {
+
+struct SchedulerConfig {
+  std::int64_t token_budget = 8192;  // tokens per step, prefill and decode together
+  std::int64_t max_running = 256;    // requests holding KV at once
+  std::int64_t chunk_tokens = 8192;  // prefill tokens of one request per step
+  std::int64_t draft_tokens = 0;     // MTP: tokens each decode step proposes beyond the first
+};
+
+// What a step delivered to one request.
+struct StepOutcome {
+  RequestId id = 0;
+  std::int64_t new_output_tokens = 0;  // delivered this step (first token after prefill, 1 + accepted drafts)
+  bool first_token = false;
+  bool finished = false;
+};
+
+class RankScheduler {
+ public:
+  RankScheduler(KvCacheManager& kv, SchedulerConfig cfg, std::unique_ptr<SchedulingPolicy> policy);
+
+  // The request joins the waiting queue. The scheduler keeps it until it finishes or is cancelled.
+  void enqueue(RequestState request);
+  // Removes a request wherever it is, freeing its KV. False when unknown.
+  bool cancel(RequestId id);
+
+  // Plans the next step (and takes its KV). An empty plan means nothing can run now.
+  StepPlan plan_step();
+  // The step ran: advance every item. accepted_drafts(id) says how many MTP drafts each decode kept.
+  std::vector<StepOutcome> complete_step(const StepPlan& plan,
+                                         const std::function<std::int64_t(RequestId)>& accepted_drafts);
+
+  std::size_t waiting() const { return waiting_.size(); }
+  std::size_t running() const { return running_.size(); }
+  bool idle() const { return waiting_.empty() && running_.empty(); }
+  // Tokens the running requests hold in KV (for load reports).
+  std::int64_t tokens_in_flight() const;
+  const RequestState* find(RequestId id) const;
+  const KvCacheManager& kv() const { return kv_; }
+
+ private:
+  void preempt(RequestState& r);
+  bool admit(RequestState& r);
+  RequestState& state(RequestId id);
+
+  KvCacheManager& kv_;
+  SchedulerConfig cfg_;
+  std::unique_ptr<SchedulingPolicy> policy_;
+  std::map<RequestId, RequestState> requests_;
+  std::deque<RequestState*> waiting_;
+  std::vector<RequestState*> running_;  // admission order: the newest is preempted first
+};
+
+}  // namespace nvl::engine

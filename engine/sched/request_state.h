@@ -1,0 +1,35 @@
+#pragma once
+// A request as one rank's scheduler sees it: its prompt (length and block hashes), how much of it is
+// computed, how many output tokens it has and wants.
+#include <cstdint>
+#include <vector>
+
+#include "emu/rt/time.h"
+#include "engine/kv/kv_cache_manager.h"
+
+namespace nvl::engine {
+
+struct RequestState {
+  enum class Phase : std::uint8_t { waiting, prefill, decode, finished };
+
+  RequestId id = 0;
+  rt::Time arrival;
+  std::int64_t prompt_tokens = 0;
+  std::vector<BlockHash> prompt_hashes;  // one per full prompt block, at the KV cache's block size
+  std::int64_t max_output_tokens = 1;
+
+  Phase phase = Phase::waiting;
+  std::int64_t computed_tokens = 0;  // tokens whose KV exists (cached prefix + prefilled + decoded)
+  std::int64_t output_tokens = 0;    // tokens delivered so far
+  std::int64_t cached_tokens = 0;    // prefix found in the cache at the last admission
+  std::int64_t preemptions = 0;
+
+  // What must be in the KV cache before the next output token: the prompt plus every output token
+  // but the newest (whose KV the next decode step writes).
+  std::int64_t context_tokens() const { return prompt_tokens + std::max<std::int64_t>(output_tokens - 1, 0); }
+  // Tokens to prefill at admission: the prompt, and after a preemption also the outputs delivered so far.
+  std::int64_t prefill_target() const { return output_tokens == 0 ? prompt_tokens : context_tokens() + 1; }
+  bool done() const { return output_tokens >= max_output_tokens; }
+};
+
+}  // namespace nvl::engine

@@ -1,0 +1,184 @@
+#include <map>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "engine/sched/rank_scheduler.h"
+
+namespace nvl::engine {
+namespace {
+
+KvCacheManager make_kv(std::int64_t blocks, std::int64_t block_tokens = 4) {
+  return KvCacheManager(KvCacheConfig{.rank = 0, .gpu_blocks = blocks, .block_tokens = block_tokens, .block_bytes = 1});
+}
+
+RequestState request(RequestId id, std::int64_t prompt, std::int64_t output) {
+  RequestState r;
+  r.id = id;
+  r.prompt_tokens = prompt;
+  r.max_output_tokens = output;
+  for (std::int64_t b = 0; b < prompt / 4; ++b) r.prompt_hashes.push_back(id * 100 + static_cast<BlockHash>(b));
+  return r;
+}
+
+std::int64_t no_drafts(RequestId) { return 0; }
+
+// Runs steps until idle; returns the tokens delivered per request and the number of steps.
+std::pair<std::map<RequestId, std::int64_t>, int> drain(RankScheduler& s,
+                                                        const std::function<std::int64_t(RequestId)>& accepted = no_drafts) {
+  std::map<RequestId, std::int64_t> delivered;
+  int steps = 0;
+  while (!s.idle()) {
+    const StepPlan plan = s.plan_step();
+    if (plan.empty()) ADD_FAILURE() << "scheduler stalled with work left";
+    if (plan.empty()) break;
+    for (const auto& o : s.complete_step(plan, accepted)) delivered[o.id] += o.new_output_tokens;
+    ++steps;
+  }
+  return {delivered, steps};
+}
+
+TEST(RankScheduler, PrefillThenDecodeUntilTheOutputIsDone) {
+  auto kv = make_kv(16);
+  RankScheduler s(kv, SchedulerConfig{.token_budget = 100}, nullptr);
+  s.enqueue(request(1, 10, 3));
+  StepPlan p = s.plan_step();
+  ASSERT_EQ(p.items.size(), 1u);
+  EXPECT_FALSE(p.items[0].decode);
+  EXPECT_EQ(p.items[0].new_tokens, 10);
+  EXPECT_TRUE(p.items[0].last_chunk);
+  auto o = s.complete_step(p, no_drafts);
+  ASSERT_EQ(o.size(), 1u);
+  EXPECT_TRUE(o[0].first_token);
+  p = s.plan_step();
+  ASSERT_EQ(p.items.size(), 1u);
+  EXPECT_TRUE(p.items[0].decode);
+  EXPECT_EQ(p.items[0].context_tokens, 10);
+  s.complete_step(p, no_drafts);
+  p = s.plan_step();
+  EXPECT_EQ(p.items[0].context_tokens, 11);
+  o = s.complete_step(p, no_drafts);
+  EXPECT_TRUE(o[0].finished);
+  EXPECT_TRUE(s.idle());
+  EXPECT_EQ(kv.gpu().used_blocks(), 0);
+}
+
+TEST(RankScheduler, LongPromptsArePrefilledInChunks) {
+  auto kv = make_kv(16);
+  RankScheduler s(kv, SchedulerConfig{.token_budget = 100, .chunk_tokens = 8}, nullptr);
+  s.enqueue(request(1, 20, 1));
+  std::vector<std::int64_t> chunks;
+  while (!s.idle()) {
+    const StepPlan p = s.plan_step();
+    chunks.push_back(p.items.at(0).new_tokens);
+    s.complete_step(p, no_drafts);
+  }
+  EXPECT_EQ(chunks, (std::vector<std::int64_t>{8, 8, 4}));
+}
+
+TEST(RankScheduler, DecodesComeFirstAndPrefillGetsTheRestOfTheBudget) {
+  auto kv = make_kv(64);
+  RankScheduler s(kv, SchedulerConfig{.token_budget = 10}, nullptr);
+  for (RequestId id = 1; id <= 3; ++id) s.enqueue(request(id, 3, 5));
+  s.complete_step(s.plan_step(), no_drafts);  // three 3-token prefills fit in 10
+  s.enqueue(request(4, 40, 2));
+  const StepPlan p = s.plan_step();
+  EXPECT_EQ(p.decode_tokens, 3);
+  EXPECT_EQ(p.prefill_tokens, 7);
+}
+
+TEST(RankScheduler, RunningCapHoldsRequestsInTheQueue) {
+  auto kv = make_kv(64);
+  RankScheduler s(kv, SchedulerConfig{.token_budget = 100, .max_running = 2}, nullptr);
+  for (RequestId id = 1; id <= 3; ++id) s.enqueue(request(id, 4, 3));
+  s.plan_step();
+  EXPECT_EQ(s.running(), 2u);
+  EXPECT_EQ(s.waiting(), 1u);
+}
+
+TEST(RankScheduler, AdmissionWaitsForFreeKvBlocks) {
+  auto kv = make_kv(4);
+  RankScheduler s(kv, SchedulerConfig{.token_budget = 100}, nullptr);
+  s.enqueue(request(1, 12, 2));  // 3 blocks, then a 4th for its second token
+  s.enqueue(request(2, 8, 1));   // 2 blocks: must wait for the first
+  StepPlan p = s.plan_step();
+  EXPECT_EQ(p.items.size(), 1u);
+  EXPECT_EQ(s.waiting(), 1u);
+  const auto [delivered, steps] = drain(s);
+  EXPECT_EQ(delivered.at(1), 2);
+  EXPECT_EQ(delivered.at(2), 1);
+}
+
+TEST(RankScheduler, PreemptionRecomputesAndDeliversEveryTokenOnce) {
+  auto kv = make_kv(6);
+  RankScheduler s(kv, SchedulerConfig{.token_budget = 100}, nullptr);
+  s.enqueue(request(1, 8, 9));  // grows to 16 tokens: 4 blocks
+  s.enqueue(request(2, 8, 9));  // together they need 8 blocks of 6
+  int preemptions = 0;
+  std::map<RequestId, std::int64_t> delivered;
+  while (!s.idle()) {
+    const StepPlan p = s.plan_step();
+    ASSERT_FALSE(p.empty());
+    preemptions += static_cast<int>(p.preempted.size());
+    for (const auto& o : s.complete_step(p, no_drafts)) delivered[o.id] += o.new_output_tokens;
+    kv.check_invariants();
+  }
+  EXPECT_GE(preemptions, 1);
+  EXPECT_EQ(delivered.at(1), 9);
+  EXPECT_EQ(delivered.at(2), 9);
+  EXPECT_EQ(kv.gpu().used_blocks(), 0);
+}
+
+TEST(RankScheduler, MtpDraftsDeliverMoreTokensPerStep) {
+  auto kv = make_kv(16);
+  RankScheduler s(kv, SchedulerConfig{.token_budget = 100, .draft_tokens = 1}, nullptr);
+  s.enqueue(request(1, 4, 9));
+  const auto [delivered, steps] = drain(s, [](RequestId) { return 1; });
+  EXPECT_EQ(delivered.at(1), 9);
+  EXPECT_EQ(steps, 1 + 4);  // prefill, then 2 tokens per decode step
+}
+
+TEST(RankScheduler, CancelFreesTheRequestsKv) {
+  auto kv = make_kv(8);
+  RankScheduler s(kv, SchedulerConfig{.token_budget = 100}, nullptr);
+  s.enqueue(request(1, 12, 50));
+  s.complete_step(s.plan_step(), no_drafts);
+  EXPECT_GT(kv.gpu().used_blocks(), 0);
+  EXPECT_TRUE(s.cancel(1));
+  EXPECT_FALSE(s.cancel(1));
+  EXPECT_EQ(kv.gpu().used_blocks(), 0);
+  EXPECT_TRUE(s.idle());
+}
+
+TEST(RankScheduler, ShortestPrefillFirstAdmitsTheShortPrompt) {
+  auto kv = make_kv(64);
+  RankScheduler s(kv, SchedulerConfig{.token_budget = 5}, make_scheduling_policy("shortest_prefill_first"));
+  s.enqueue(request(1, 40, 1));
+  s.enqueue(request(2, 4, 1));
+  const StepPlan p = s.plan_step();
+  EXPECT_EQ(p.items.at(0).id, 2u);
+  EXPECT_THROW(make_scheduling_policy("lottery"), std::invalid_argument);
+}
+
+TEST(RankScheduler, APromptLargerThanTheWholeCacheIsRejectedNotStalled) {
+  auto kv = make_kv(4);
+  RankScheduler s(kv, SchedulerConfig{.token_budget = 100}, nullptr);
+  s.enqueue(request(1, 40, 1));
+  s.enqueue(request(2, 4, 1));
+  const StepPlan p = s.plan_step();
+  EXPECT_EQ(p.rejected, std::vector<RequestId>{1});
+  ASSERT_EQ(p.items.size(), 1u);
+  EXPECT_EQ(p.items[0].id, 2u);
+}
+
+TEST(RankScheduler, BadRequestsAndConfigsAreRejected) {
+  auto kv = make_kv(8);
+  EXPECT_THROW(RankScheduler(kv, SchedulerConfig{.token_budget = 0}, nullptr), std::invalid_argument);
+  RankScheduler s(kv, SchedulerConfig{}, nullptr);
+  EXPECT_THROW(s.enqueue(request(1, 0, 1)), std::invalid_argument);
+  s.enqueue(request(2, 4, 1));
+  EXPECT_THROW(s.enqueue(request(2, 4, 1)), std::logic_error);
+}
+
+}  // namespace
+}  // namespace nvl::engine
