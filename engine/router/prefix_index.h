@@ -1,0 +1,47 @@
+#pragma once
+// The router's global prefix index, built from the KV events every rank publishes (as SGLang's
+// cache-aware router and Dynamo's KV router keep one): for each block hash, which ranks hold it on
+// the GPU and which in Grace memory. It is soft state: a restarted router starts empty and refills
+// from new events.
+#include <bitset>
+#include <cstdint>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+#include "engine/kv/kv_event.h"
+
+namespace nvl::engine {
+
+inline constexpr std::size_t kMaxRanks = 128;
+using RankSet = std::bitset<kMaxRanks>;
+
+struct RankMatch {
+  std::int64_t gpu_blocks = 0;    // longest prefix the rank holds on its GPU
+  std::int64_t grace_blocks = 0;  // longest prefix the rank holds on its GPU or in its Grace memory
+};
+
+class PrefixIndex {
+ public:
+  explicit PrefixIndex(std::int32_t ranks);
+
+  void apply(const KvEvent& e);
+  void clear() { holders_.clear(); }
+
+  // Per rank, how far `hashes` matches what it holds.
+  std::vector<RankMatch> match(std::span<const BlockHash> hashes) const;
+  // The longest prefix held anywhere, on a GPU or in Grace memory.
+  std::int64_t best_match(std::span<const BlockHash> hashes) const;
+  std::size_t blocks_indexed() const { return holders_.size(); }
+  std::int32_t ranks() const { return ranks_; }
+
+ private:
+  struct Holders {
+    RankSet gpu;
+    RankSet grace;
+  };
+  std::int32_t ranks_;
+  std::unordered_map<BlockHash, Holders> holders_;  // looked up, never iterated
+};
+
+}  // namespace nvl::engine

@@ -1,0 +1,79 @@
+#include "engine/router/routing_policy.h"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+namespace nvl::engine {
+
+std::int32_t RoundRobinPolicy::choose(const RouteInput& in) {
+  const auto n = static_cast<std::int32_t>(in.loads.size());
+  for (std::int32_t i = 0; i < n; ++i) {
+    const std::int32_t r = (next_ + i) % n;
+    if (in.loads[static_cast<std::size_t>(r)].healthy) {
+      next_ = (r + 1) % n;
+      return r;
+    }
+  }
+  return -1;
+}
+
+std::int32_t LeastLoadPolicy::choose(const RouteInput& in) {
+  std::int32_t best = -1;
+  for (std::size_t r = 0; r < in.loads.size(); ++r) {
+    const RankLoad& l = in.loads[r];
+    if (!l.healthy) continue;
+    if (best < 0) {
+      best = static_cast<std::int32_t>(r);
+      continue;
+    }
+    const RankLoad& b = in.loads[static_cast<std::size_t>(best)];
+    if (l.requests() < b.requests() || (l.requests() == b.requests() && l.tokens_in_flight < b.tokens_in_flight)) {
+      best = static_cast<std::int32_t>(r);
+    }
+  }
+  return best;
+}
+
+std::int32_t CacheAwarePolicy::choose(const RouteInput& in) {
+  std::int64_t lo = INT64_MAX, hi = 0;
+  for (const RankLoad& l : in.loads) {
+    if (!l.healthy) continue;
+    lo = std::min(lo, l.requests());
+    hi = std::max(hi, l.requests());
+  }
+  if (lo == INT64_MAX) return -1;
+  const bool imbalanced = hi - lo > opts_.balance_abs_threshold &&
+                          static_cast<double>(hi) > opts_.balance_rel_threshold * static_cast<double>(lo);
+  if (imbalanced || in.matches.empty() || in.prompt_blocks == 0) return least_.choose(in);
+  // The longest hit (on the GPU first, then counting Grace), lighter load breaking ties.
+  std::int32_t best = -1;
+  for (std::size_t r = 0; r < in.loads.size(); ++r) {
+    if (!in.loads[r].healthy) continue;
+    if (best < 0) {
+      best = static_cast<std::int32_t>(r);
+      continue;
+    }
+    const RankMatch& m = in.matches[r];
+    const RankMatch& b = in.matches[static_cast<std::size_t>(best)];
+    const auto key = [](const RankMatch& x) { return std::pair(x.gpu_blocks, x.grace_blocks); };
+    if (key(m) > key(b) || (key(m) == key(b) && in.loads[r].requests() <
+                                                     in.loads[static_cast<std::size_t>(best)].requests())) {
+      best = static_cast<std::int32_t>(r);
+    }
+  }
+  const double hit = static_cast<double>(in.matches[static_cast<std::size_t>(best)].grace_blocks) /
+                     static_cast<double>(in.prompt_blocks);
+  return hit >= opts_.cache_threshold ? best : least_.choose(in);
+}
+
+std::unique_ptr<RoutingPolicy> make_routing_policy(std::string_view name, CacheAwareOptions opts) {
+  if (name == "round_robin") return std::make_unique<RoundRobinPolicy>();
+  if (name == "least_load") return std::make_unique<LeastLoadPolicy>();
+  if (name == "cache_aware") return std::make_unique<CacheAwarePolicy>(opts);
+  if (name == "pooled") return std::make_unique<LeastLoadPolicy>("pooled");
+  throw std::invalid_argument("unknown routing policy '" + std::string(name) +
+                              "': expected round_robin, least_load, cache_aware or pooled");
+}
+
+}  // namespace nvl::engine
