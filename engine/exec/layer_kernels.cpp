@@ -1,0 +1,230 @@
+#include "engine/exec/layer_kernels.h"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+namespace nvl::engine {
+
+namespace {
+
+using hal::DType;
+using hal::KernelDesc;
+using hal::KernelKind;
+
+constexpr std::int64_t kActivationBytes = 2;  // activations travel in BF16
+
+std::uint64_t bytes_of(std::int64_t elements, DType d) {
+  return static_cast<std::uint64_t>(elements) * static_cast<std::uint64_t>(hal::bits_of(d)) / 8;
+}
+
+std::uint64_t u64(std::int64_t v) { return static_cast<std::uint64_t>(v); }
+
+// Sum over i = 1..n of min(start + i, cap): the keys each of n consecutive causal queries sees.
+std::int64_t causal_keys(std::int64_t start, std::int64_t n, std::int64_t cap) {
+  if (n <= 0) return 0;
+  const auto tri = [](std::int64_t a, std::int64_t b) {  // sum of a+1 .. b
+    return (b * (b + 1) - a * (a + 1)) / 2;
+  };
+  const std::int64_t first = start + 1;
+  const std::int64_t last = start + n;
+  if (last <= cap) return tri(start, last);
+  if (first >= cap) return n * cap;
+  return tri(start, cap) + (last - cap) * cap;
+}
+
+}  // namespace
+
+LayerKernels::LayerKernels(const ModelProfile& model, std::int64_t tp, const WeightDtypes& weights, DType kv_dtype)
+    : model_(model), tp_(tp), weights_(weights), kv_dtype_(kv_dtype), heads_(model.num_attention_heads / tp) {
+  if (tp < 1 || model.num_attention_heads % tp != 0) {
+    throw std::invalid_argument(model.name + ": tp " + std::to_string(tp) + " must divide the attention heads");
+  }
+}
+
+void LayerKernels::gemm(const char* name, DType dt, std::int64_t tokens, std::int64_t in, std::int64_t out_dim,
+                        std::vector<KernelDesc>& out) const {
+  if (tokens <= 0) return;
+  out.push_back(KernelDesc{KernelKind::gemm, dt, 2 * u64(tokens) * u64(in) * u64(out_dim),
+                           bytes_of(in * out_dim, dt) + u64(tokens * (in + out_dim) * kActivationBytes), name});
+}
+
+std::int64_t LayerKernels::attended_keys(const PrefillSpan& p) const {
+  const std::int64_t cap = model_.attention == AttentionKind::mla_dsa ? model_.index_topk : INT64_MAX / 4;
+  return causal_keys(p.prior_tokens, p.new_tokens, cap);
+}
+
+std::int64_t LayerKernels::attended_keys(const DecodeSpan& d) const {
+  const std::int64_t cap = model_.attention == AttentionKind::mla_dsa ? model_.index_topk : INT64_MAX / 4;
+  return causal_keys(d.context_tokens, d.new_tokens, cap);
+}
+
+void LayerKernels::attention(const RankBatch& batch, std::vector<KernelDesc>& out) const {
+  const std::int64_t n = batch.tokens();
+  if (n == 0) return;
+  const std::int64_t h = model_.hidden_size;
+  out.push_back(KernelDesc{KernelKind::elementwise, DType::bf16, u64(8 * n * h), u64(4 * n * h * kActivationBytes),
+                           "attn.norm"});
+  if (model_.is_mla()) {
+    mla_attention(batch, out);
+  } else {
+    gqa_attention(batch, out);
+  }
+}
+
+void LayerKernels::mla_attention(const RankBatch& batch, std::vector<KernelDesc>& out) const {
+  const ModelProfile& m = model_;
+  const DType wd = weights_.attention;
+  const std::int64_t n = batch.tokens();
+  const std::int64_t h = m.hidden_size;
+  const std::int64_t qk = m.qk_nope_head_dim + m.qk_rope_head_dim;
+  const std::int64_t latent = m.kv_lora_rank + m.qk_rope_head_dim;
+  const bool dsa = m.attention == AttentionKind::mla_dsa;
+  gemm("attn.q_a", wd, n, h, m.q_lora_rank, out);
+  gemm("attn.q_b", wd, n, m.q_lora_rank, heads_ * qk, out);
+  gemm("attn.kv_a", wd, n, h, latent, out);
+  if (dsa) dsa_indexer(batch, out);
+
+  // Prefill: dense MLA expands the cached latent to per-head K and V (MHA form); DSA attends sparsely
+  // over the latent in absorbed form, as decode does.
+  std::int64_t absorbed_tokens = 0;
+  std::int64_t prefill_ctx = 0, prefill_keys = 0, prefill_tokens = 0;
+  for (const PrefillSpan& p : batch.prefills) {
+    prefill_tokens += p.new_tokens;
+    prefill_ctx += p.prior_tokens + p.new_tokens;
+    prefill_keys += attended_keys(p);
+  }
+  if (prefill_tokens > 0 && !dsa) {
+    gemm("attn.kv_b", wd, prefill_ctx, m.kv_lora_rank, heads_ * (m.qk_nope_head_dim + m.v_head_dim), out);
+    out.push_back(KernelDesc{KernelKind::attn_prefill, DType::bf16,
+                             2 * u64(prefill_keys) * u64(heads_) * u64(qk + m.v_head_dim),
+                             u64(prefill_ctx * heads_ * (qk + m.v_head_dim) * kActivationBytes) +
+                                 u64(prefill_tokens * heads_ * (qk + m.v_head_dim) * kActivationBytes),
+                             "attn.prefill"});
+  } else if (prefill_tokens > 0) {
+    absorbed_tokens += prefill_tokens;
+    out.push_back(KernelDesc{KernelKind::attn_prefill_sparse, kv_dtype_,
+                             2 * u64(prefill_keys) * u64(heads_) * u64(latent + m.kv_lora_rank),
+                             bytes_of(prefill_keys * latent, kv_dtype_) + u64(prefill_tokens * heads_ * latent * kActivationBytes),
+                             "attn.sparse"});
+  }
+  std::int64_t decode_tokens = 0, decode_keys = 0, decode_kv = 0;
+  for (const DecodeSpan& d : batch.decodes) {
+    decode_tokens += d.new_tokens;
+    decode_keys += attended_keys(d);
+    // The cache is read once per sequence whatever the number of heads and MTP tokens.
+    decode_kv += dsa ? std::min(d.context_tokens + d.new_tokens, m.index_topk) : d.context_tokens + d.new_tokens;
+  }
+  if (decode_tokens > 0) {
+    absorbed_tokens += decode_tokens;
+    out.push_back(KernelDesc{KernelKind::attn_decode, kv_dtype_,
+                             2 * u64(decode_keys) * u64(heads_) * u64(latent + m.kv_lora_rank),
+                             bytes_of(decode_kv * latent, kv_dtype_) + u64(decode_tokens * heads_ * latent * kActivationBytes),
+                             "attn.decode"});
+  }
+  if (absorbed_tokens > 0) {
+    // Absorbed form: queries move into the latent space and outputs back out of it, per head.
+    gemm("attn.absorb_q", wd, absorbed_tokens, heads_ * m.qk_nope_head_dim, m.kv_lora_rank, out);
+    gemm("attn.absorb_o", wd, absorbed_tokens, heads_ * m.kv_lora_rank, m.v_head_dim, out);
+  }
+  gemm("attn.o", wd, n, heads_ * m.v_head_dim, h, out);
+}
+
+void LayerKernels::dsa_indexer(const RankBatch& batch, std::vector<KernelDesc>& out) const {
+  const ModelProfile& m = model_;
+  const std::int64_t n = batch.tokens();
+  gemm("idx.q", weights_.attention, n, m.q_lora_rank, m.index_n_heads * m.index_head_dim, out);
+  gemm("idx.k", weights_.attention, n, m.hidden_size, m.index_head_dim, out);
+  // Every query scores every cached key of its sequence; the keys are read once per sequence.
+  std::int64_t scored = 0, keys_read = 0;
+  for (const PrefillSpan& p : batch.prefills) {
+    scored += causal_keys(p.prior_tokens, p.new_tokens, INT64_MAX / 4);
+    keys_read += p.prior_tokens + p.new_tokens;
+  }
+  for (const DecodeSpan& d : batch.decodes) {
+    scored += causal_keys(d.context_tokens, d.new_tokens, INT64_MAX / 4);
+    keys_read += d.context_tokens + d.new_tokens;
+  }
+  out.push_back(KernelDesc{KernelKind::indexer, DType::fp8, 2 * u64(scored) * u64(m.index_n_heads * m.index_head_dim),
+                           u64(keys_read * (m.index_head_dim + m.index_key_scale_bytes)), "idx.score"});
+}
+
+void LayerKernels::gqa_attention(const RankBatch& batch, std::vector<KernelDesc>& out) const {
+  const ModelProfile& m = model_;
+  const DType wd = weights_.attention;
+  const std::int64_t n = batch.tokens();
+  const std::int64_t kv_heads = std::max<std::int64_t>(1, m.num_key_value_heads / tp_);
+  const std::int64_t kv_per_token = 2 * kv_heads * m.head_dim;
+  gemm("attn.q", wd, n, m.hidden_size, heads_ * m.head_dim, out);
+  gemm("attn.kv", wd, n, m.hidden_size, kv_per_token, out);
+  std::int64_t prefill_keys = 0, prefill_ctx = 0, prefill_tokens = 0;
+  for (const PrefillSpan& p : batch.prefills) {
+    prefill_keys += attended_keys(p);
+    prefill_ctx += p.prior_tokens + p.new_tokens;
+    prefill_tokens += p.new_tokens;
+  }
+  if (prefill_tokens > 0) {
+    out.push_back(KernelDesc{KernelKind::attn_prefill, DType::bf16, 4 * u64(prefill_keys) * u64(heads_ * m.head_dim),
+                             bytes_of(prefill_ctx * kv_per_token, kv_dtype_) +
+                                 u64(prefill_tokens * heads_ * m.head_dim * 2 * kActivationBytes),
+                             "attn.prefill"});
+  }
+  std::int64_t decode_keys = 0, decode_ctx = 0, decode_tokens = 0;
+  for (const DecodeSpan& d : batch.decodes) {
+    decode_keys += attended_keys(d);
+    decode_ctx += d.context_tokens + d.new_tokens;
+    decode_tokens += d.new_tokens;
+  }
+  if (decode_tokens > 0) {
+    out.push_back(KernelDesc{KernelKind::attn_decode, kv_dtype_, 4 * u64(decode_keys) * u64(heads_ * m.head_dim),
+                             bytes_of(decode_ctx * kv_per_token, kv_dtype_) +
+                                 u64(decode_tokens * heads_ * m.head_dim * 2 * kActivationBytes),
+                             "attn.decode"});
+  }
+  gemm("attn.o", wd, n, heads_ * m.head_dim, m.hidden_size, out);
+}
+
+void LayerKernels::dense_ffn(std::int64_t tokens, std::vector<KernelDesc>& out) const {
+  if (tokens <= 0) return;
+  const std::int64_t inter = model_.intermediate_size / tp_;
+  gemm("ffn.up", weights_.dense, tokens, model_.hidden_size, 2 * inter, out);
+  gemm("ffn.down", weights_.dense, tokens, inter, model_.hidden_size, out);
+}
+
+void LayerKernels::moe_gate_and_shared(std::int64_t tokens, std::vector<KernelDesc>& out) const {
+  if (tokens <= 0) return;
+  gemm("moe.gate", DType::bf16, tokens, model_.hidden_size, model_.n_routed_experts, out);
+  const std::int64_t inter = model_.n_shared_experts * model_.moe_intermediate_size / tp_;
+  if (inter == 0) return;
+  gemm("moe.shared_up", weights_.experts, tokens, model_.hidden_size, 2 * inter, out);
+  gemm("moe.shared_down", weights_.experts, tokens, inter, model_.hidden_size, out);
+}
+
+void LayerKernels::routed_experts(std::int64_t expert_tokens, std::int64_t local_experts,
+                                  std::vector<KernelDesc>& out) const {
+  if (local_experts <= 0) return;
+  const std::int64_t h = model_.hidden_size;
+  const std::int64_t inter = model_.moe_intermediate_size;
+  // Every local expert's weights are read once per step, however few tokens it gets.
+  out.push_back(KernelDesc{KernelKind::moe_gemm, weights_.experts, 6 * u64(expert_tokens) * u64(h) * u64(inter),
+                           bytes_of(local_experts * 3 * h * inter, weights_.experts) +
+                               u64(expert_tokens * (2 * h + 3 * inter) * kActivationBytes),
+                           "moe.experts"});
+}
+
+void LayerKernels::head(std::int64_t sampled_tokens, std::vector<KernelDesc>& out) const {
+  if (sampled_tokens <= 0) return;
+  const std::int64_t vocab = model_.vocab_size / tp_;
+  gemm("lm_head", weights_.embedding, sampled_tokens, model_.hidden_size, vocab, out);
+  out.push_back(KernelDesc{KernelKind::sampler, DType::fp32, 5 * u64(sampled_tokens) * u64(vocab),
+                           4 * u64(sampled_tokens) * u64(vocab), "sampler"});
+}
+
+std::uint64_t LayerKernels::dispatch_bytes_per_token() const {
+  // FP8 hidden state plus one FP32 scale per 128 values, as DeepEP's FP8 dispatch sends.
+  return u64(model_.hidden_size) + u64(model_.hidden_size / 128 * 4);
+}
+
+std::uint64_t LayerKernels::combine_bytes_per_token() const { return u64(model_.hidden_size * kActivationBytes); }
+
+}  // namespace nvl::engine

@@ -1,0 +1,55 @@
+#pragma once
+// The kernels of one transformer layer (and of the model's head) for a rank's batch, with their
+// FLOPs and HBM bytes: what the executor puts into a step graph. Shapes follow the model profile;
+// MLA decode runs in the absorbed (MQA-over-latent) form as FlashMLA does, MLA prefill in the
+// expanded (MHA) form, DSA attends to at most index_topk keys per query and scores every cached key
+// with its indexer. A multiply-add counts two FLOPs.
+#include <cstdint>
+#include <vector>
+
+#include "engine/exec/rank_batch.h"
+#include "engine/hal/kernel.h"
+#include "engine/model/model_profile.h"
+#include "engine/model/parallel_layout.h"
+
+namespace nvl::engine {
+
+class LayerKernels {
+ public:
+  // `tp` splits heads, dense FFN, shared expert and vocabulary; under EP each rank holds whole experts.
+  LayerKernels(const ModelProfile& model, std::int64_t tp, const WeightDtypes& weights, hal::DType kv_dtype);
+
+  // One layer's attention: norm, projections, indexer (DSA), attention core, output projection.
+  void attention(const RankBatch& batch, std::vector<hal::KernelDesc>& out) const;
+  // One dense layer's FFN over `tokens`.
+  void dense_ffn(std::int64_t tokens, std::vector<hal::KernelDesc>& out) const;
+  // One MoE layer's gate and shared expert over `tokens` (the routed part is separate).
+  void moe_gate_and_shared(std::int64_t tokens, std::vector<hal::KernelDesc>& out) const;
+  // One MoE layer's routed experts on this rank: `expert_tokens` token-expert pairs over `local_experts`.
+  void routed_experts(std::int64_t expert_tokens, std::int64_t local_experts, std::vector<hal::KernelDesc>& out) const;
+  // Final norm, LM head over the sampled positions, and the sampler.
+  void head(std::int64_t sampled_tokens, std::vector<hal::KernelDesc>& out) const;
+
+  // Bytes each token sends to one expert in the MoE dispatch (hidden state in the dispatch dtype).
+  std::uint64_t dispatch_bytes_per_token() const;
+  std::uint64_t combine_bytes_per_token() const;
+  const ModelProfile& model() const { return model_; }
+
+ private:
+  void gemm(const char* name, hal::DType dt, std::int64_t tokens, std::int64_t in, std::int64_t out_dim,
+            std::vector<hal::KernelDesc>& out) const;
+  void mla_attention(const RankBatch& batch, std::vector<hal::KernelDesc>& out) const;
+  void gqa_attention(const RankBatch& batch, std::vector<hal::KernelDesc>& out) const;
+  void dsa_indexer(const RankBatch& batch, std::vector<hal::KernelDesc>& out) const;
+  // Keys each query of the span attends to, summed over its queries (causal; DSA caps each at top-k).
+  std::int64_t attended_keys(const PrefillSpan& p) const;
+  std::int64_t attended_keys(const DecodeSpan& d) const;
+
+  const ModelProfile& model_;
+  std::int64_t tp_;
+  WeightDtypes weights_;
+  hal::DType kv_dtype_;
+  std::int64_t heads_;  // attention heads on this rank
+};
+
+}  // namespace nvl::engine

@@ -1,0 +1,117 @@
+#include <cmath>
+
+#include <gtest/gtest.h>
+
+#include "engine/exec/layer_kernels.h"
+
+namespace nvl::engine {
+namespace {
+
+using hal::KernelDesc;
+using hal::KernelKind;
+
+ModelProfile load(const std::string& name) { return load_model_profile(model_profile_path(name)); }
+
+const KernelDesc* find(const std::vector<KernelDesc>& ks, const std::string& name) {
+  for (const auto& k : ks) {
+    if (k.name == name) return &k;
+  }
+  return nullptr;
+}
+
+std::uint64_t flops_of_kinds(const std::vector<KernelDesc>& ks, std::initializer_list<KernelKind> kinds) {
+  std::uint64_t f = 0;
+  for (const auto& k : ks) {
+    for (KernelKind kind : kinds) f += k.kind == kind ? k.flops : 0;
+  }
+  return f;
+}
+
+// A forward pass costs about 2 FLOPs per active parameter per token in its matrix products.
+TEST(LayerKernels, MatmulFlopsOfAWholeForwardAreTwicePerActiveParameter) {
+  for (const char* name : {"deepseek-v3", "glm-5", "glm-4.5"}) {
+    const ModelProfile m = load(name);
+    const LayerKernels lk(m, 1, WeightDtypes{}, hal::DType::fp8);
+    constexpr std::int64_t n = 1000;
+    RankBatch batch;
+    batch.prefills.push_back(PrefillSpan{0, n, true});
+    std::vector<KernelDesc> ks;
+    for (std::int64_t l = 0; l < m.num_hidden_layers; ++l) {
+      lk.attention(batch, ks);
+      if (l < m.first_k_dense_replace) {
+        lk.dense_ffn(n, ks);
+      } else {
+        lk.moe_gate_and_shared(n, ks);
+        lk.routed_experts(n * m.num_experts_per_tok, m.n_routed_experts, ks);
+      }
+    }
+    lk.head(batch.sampled_tokens(), ks);
+    const double got = static_cast<double>(flops_of_kinds(ks, {KernelKind::gemm, KernelKind::moe_gemm}));
+    const double lm_head = static_cast<double>(m.lm_head_params());
+    const double want = 2.0 * n * (static_cast<double>(m.active_params()) - lm_head) + 2.0 * 1 * lm_head;
+    // The indexer's per-head weight projection and the norms are left out of the kernels: 2%.
+    EXPECT_NEAR(got / want, 1.0, 0.02) << name;
+  }
+}
+
+TEST(LayerKernels, DecodeReadsEachSequencesKvOnce) {
+  const ModelProfile m = load("deepseek-v3");
+  const LayerKernels lk(m, 1, WeightDtypes{}, hal::DType::fp8);
+  RankBatch batch;
+  batch.decodes.push_back(DecodeSpan{2000, 1});
+  batch.decodes.push_back(DecodeSpan{500, 1});
+  std::vector<KernelDesc> ks;
+  lk.attention(batch, ks);
+  const KernelDesc* core = find(ks, "attn.decode");
+  ASSERT_NE(core, nullptr);
+  // 576 FP8 bytes of latent per cached token (REFERENCE.md §2: 35,136 B / 61 layers), plus the new token.
+  const std::uint64_t kv = (2001 + 501) * 576ULL;
+  EXPECT_GE(core->bytes, kv);
+  EXPECT_LE(core->bytes, kv + 2 * 128 * 576 * 2);  // + the two queries' activations
+  // Scores and values: 2 FLOPs x keys x heads x (576 + 512) in the absorbed form.
+  EXPECT_EQ(core->flops, 2ULL * (2001 + 501) * 128 * (576 + 512));
+}
+
+TEST(LayerKernels, SparseAttentionIsCappedAtTopKButTheIndexerIsNot) {
+  const ModelProfile m = load("glm-5");
+  const LayerKernels lk(m, 1, WeightDtypes{}, hal::DType::fp8);
+  const auto kernels_at = [&](std::int64_t context) {
+    RankBatch batch;
+    batch.decodes.push_back(DecodeSpan{context, 1});
+    std::vector<KernelDesc> ks;
+    lk.attention(batch, ks);
+    return ks;
+  };
+  const auto a = kernels_at(10'000);
+  const auto b = kernels_at(100'000);
+  EXPECT_EQ(find(a, "attn.decode")->flops, find(b, "attn.decode")->flops);
+  EXPECT_EQ(find(a, "attn.decode")->flops, 2ULL * 2048 * 64 * (576 + 512));
+  EXPECT_NEAR(static_cast<double>(find(b, "idx.score")->flops) / static_cast<double>(find(a, "idx.score")->flops),
+              100'001.0 / 10'001.0, 1e-6);
+}
+
+TEST(LayerKernels, CausalPrefillCountsATriangleOfKeys) {
+  const ModelProfile m = load("deepseek-v3");
+  const LayerKernels lk(m, 8, WeightDtypes{}, hal::DType::fp8);
+  RankBatch batch;
+  batch.prefills.push_back(PrefillSpan{0, 4, true});  // 1 + 2 + 3 + 4 = 10 query-key pairs
+  batch.prefills.push_back(PrefillSpan{6, 2, true});  // 7 + 8 = 15
+  std::vector<KernelDesc> ks;
+  lk.attention(batch, ks);
+  const KernelDesc* core = find(ks, "attn.prefill");
+  ASSERT_NE(core, nullptr);
+  EXPECT_EQ(core->flops, 2ULL * 25 * (128 / 8) * (192 + 128));
+  EXPECT_THROW(LayerKernels(m, 3, WeightDtypes{}, hal::DType::fp8), std::invalid_argument);
+}
+
+TEST(LayerKernels, EmptyBatchLaunchesNoAttention) {
+  const ModelProfile m = load("glm-5");
+  const LayerKernels lk(m, 1, WeightDtypes{}, hal::DType::fp8);
+  std::vector<KernelDesc> ks;
+  lk.attention(RankBatch{}, ks);
+  lk.head(0, ks);
+  EXPECT_TRUE(ks.empty());
+}
+
+}  // namespace
+}  // namespace nvl::engine
