@@ -52,6 +52,9 @@ class LoopAlgorithm : public bf::algo::algorithm_with_properties<FiberProps> {
 };
 
 namespace {
+// Boost.Fiber keeps one scheduling algorithm per thread, so one runtime may live on a thread at a time.
+thread_local const FiberLoop* active_loop = nullptr;
+
 FiberProps* props_of(bf::context* ctx) { return static_cast<FiberProps*>(ctx->get_properties()); }
 
 // Heap order: earliest time first, then lower priority value, then scheduling order.
@@ -64,6 +67,10 @@ bool later(const Entry& a, const Entry& b) {
 }  // namespace
 
 FiberLoop::FiberLoop(LoopOptions opts) : opts_(opts) {
+  if (active_loop != nullptr) {
+    throw UsageError("a runtime is already alive on this thread: destroy it before creating another");
+  }
+  active_loop = this;
   auto* algo = new LoopAlgorithm();
   algo_ = algo;
   bf::context::active()->get_scheduler()->set_algo(algo);
@@ -73,6 +80,7 @@ FiberLoop::~FiberLoop() {
   shutdown();
   // Hand the thread back to Boost.Fiber's default algorithm; it takes over main and dispatcher.
   bf::use_scheduling_algorithm<bf::algo::round_robin>();
+  active_loop = nullptr;
 }
 
 void FiberLoop::shutdown() {

@@ -9,14 +9,24 @@ namespace nvl::rt {
 namespace {
 
 TEST(Rng, StreamsAreIndependentOfEachOther) {
-  VirtualRuntime a(LoopOptions{.seed = 42});
-  VirtualRuntime b(LoopOptions{.seed = 42});
-  const std::uint64_t first = a.rng("router").next_u64();
-  b.rng("new-stream").next_u64();  // another stream drawn first changes nothing for "router"
-  EXPECT_EQ(b.rng("router").next_u64(), first);
-  EXPECT_NE(a.rng("workload").next_u64(), first);
-  VirtualRuntime c(LoopOptions{.seed = 43});
-  EXPECT_NE(c.rng("router").next_u64(), first);
+  std::uint64_t router_first = 0, workload_first = 0, router_after_other = 0, router_other_seed = 0;
+  {
+    VirtualRuntime a(LoopOptions{.seed = 42});
+    router_first = a.rng("router").next_u64();
+    workload_first = a.rng("workload").next_u64();
+  }
+  {
+    VirtualRuntime b(LoopOptions{.seed = 42});
+    b.rng("new-stream").next_u64();  // another stream drawn first changes nothing for "router"
+    router_after_other = b.rng("router").next_u64();
+  }
+  {
+    VirtualRuntime c(LoopOptions{.seed = 43});
+    router_other_seed = c.rng("router").next_u64();
+  }
+  EXPECT_EQ(router_after_other, router_first);
+  EXPECT_NE(workload_first, router_first);
+  EXPECT_NE(router_other_seed, router_first);
 }
 
 TEST(Rng, DistributionsStayInRangeWithTheRightMoments) {

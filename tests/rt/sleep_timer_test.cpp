@@ -138,6 +138,16 @@ TEST(Fiber, AFailureFailsTheRunWithTheFiberName) {
   }
 }
 
+TEST(Runtime, OnlyOneRuntimeMayLiveOnAThread) {
+  auto first = std::make_unique<VirtualRuntime>();
+  EXPECT_THROW(VirtualRuntime second, UsageError);
+  first.reset();
+  VirtualRuntime again;  // fine once the first is gone
+  again.spawn("f", [&] { again.sleep(us(1)); });
+  again.run();
+  EXPECT_EQ(again.now(), Time::zero() + us(1));
+}
+
 TEST(Fiber, RuntimeDestroyedWithBlockedFibersUnwindsThem) {
   int destroyed = 0;
   {
