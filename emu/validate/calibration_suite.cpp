@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <ostream>
 
+#include "emu/validate/fakegpu_rows.h"
+
 namespace nvl::emu {
 
 void CalibrationSuite::add(std::string group, RowProvider provider) {
@@ -24,6 +26,7 @@ std::vector<CalibrationRow> CalibrationSuite::run(const std::string& only) const
 CalibrationSuite default_calibration_suite() {
   CalibrationSuite suite;
   // Each part registers its provider here as its issue lands.
+  suite.add("fakegpu", fakegpu_calibration_rows);
   return suite;
 }
 

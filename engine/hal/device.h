@@ -1,0 +1,39 @@
+#pragma once
+// One GPU as the engine sees it: its facts, health, memories, streams, events and graphs. A CUDA
+// implementation and the emulated devices of fakegpu/ both implement it.
+#include <memory>
+#include <string>
+
+#include "engine/hal/device_info.h"
+#include "engine/hal/gpu_event.h"
+#include "engine/hal/graph.h"
+#include "engine/hal/graph_exec.h"
+#include "engine/hal/memory.h"
+#include "engine/hal/stream.h"
+
+namespace nvl::hal {
+
+class Device {
+ public:
+  virtual ~Device() = default;
+  virtual const DeviceInfo& info() const = 0;
+  DeviceId id() const { return info().id; }
+  virtual DeviceHealth health() const = 0;
+
+  // The GPU's HBM.
+  virtual Memory& memory() = 0;
+  // Pinned memory of the host this GPU is attached to (shared with the other GPUs of that host).
+  virtual Memory& host_memory() = 0;
+
+  // The stream lives as long as the device. sm_fraction in (0, 1], else std::invalid_argument.
+  virtual Stream& create_stream(const std::string& name, double sm_fraction = 1.0) = 0;
+  virtual std::shared_ptr<GpuEvent> create_event(const std::string& name) = 0;
+  // Prices and checks the graph once for this device; throws HalError for work the device cannot do.
+  virtual std::shared_ptr<const GraphExec> instantiate(const Graph& graph) = 0;
+
+  // Returns a device that needs a reset to healthy; whatever was queued has already failed. Allocations
+  // survive (contents are not modelled). A lost device throws HalError (Xid 79).
+  virtual void reset() = 0;
+};
+
+}  // namespace nvl::hal

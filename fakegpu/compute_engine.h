@@ -1,0 +1,89 @@
+#pragma once
+// Shares one device's compute and HBM bandwidth among the kernels (or graph segments) running on
+// it at once, one per stream. The model, kept simple on purpose:
+//   - each running job's stream owns a fraction s of the SMs (1 unless it was given less, as a
+//     green context is); S is the sum over the running jobs;
+//   - compute share = s * min(1, 1/S) * clock factor: its own SMs, scaled down when the streams
+//     over-subscribe the device, and slowed by a thermal throttle;
+//   - memory share = s / S: HBM bandwidth split in proportion to the SM shares (a job alone gets
+//     all of it whatever its SM fraction).
+// When a job starts or ends, or the clock changes, every running job whose shares changed is
+// re-priced from the fraction of its work already done (processor sharing), so a kernel slows down
+// while another stream's kernel runs beside it.
+#include <cstddef>
+#include <span>
+#include <vector>
+
+#include "emu/rt/runtime.h"
+#include "fakegpu/kernel_cost.h"
+
+namespace nvl::fakegpu {
+
+class ComputeJob;
+
+class ComputeClient {
+ public:
+  virtual void on_compute_done(ComputeJob& job) = 0;
+
+ protected:
+  ~ComputeClient() = default;
+};
+
+// Remembers the price of a graph segment for the last shares it ran at, so that replaying a graph
+// at unchanged shares costs no pricing.
+struct PriceCache {
+  RunShares shares{-1.0, -1.0};
+  double ns = 0;
+};
+
+// One unit of work on the engine: a span of kernel costs run back to back. Owned by its client
+// (a stream); the engine keeps the running state in it.
+class ComputeJob {
+ public:
+  ComputeJob(ComputeClient& client, double sm_fraction) : client_(&client), sm_fraction_(sm_fraction) {}
+  void set_work(std::span<const KernelCost> costs, PriceCache* cache) {
+    costs_ = costs;
+    cache_ = cache;
+  }
+ private:
+  friend class ComputeEngine;
+  ComputeClient* client_;
+  double sm_fraction_;
+  std::span<const KernelCost> costs_;
+  PriceCache* cache_ = nullptr;
+  bool running_ = false;
+  RunShares shares_;
+  double progress_ = 0;  // fraction of the work done up to since_
+  rt::Time since_;
+  double total_ns_ = 0;  // the whole work's time at the current shares
+  rt::TimerHandle timer_;
+};
+
+class ComputeEngine {
+ public:
+  explicit ComputeEngine(rt::Runtime& rt) : rt_(rt) {}
+
+  // The client's on_compute_done runs on the loop when the job's work is done.
+  void start(ComputeJob& job);
+  // Stops a running job without calling its client.
+  void cancel(ComputeJob& job);
+  // Thermal throttle: compute runs at this fraction of the nominal clock (re-prices running jobs).
+  void set_clock_factor(double factor);
+  double clock_factor() const { return clock_; }
+  std::size_t running() const { return jobs_.size(); }
+
+ private:
+  RunShares shares_for(const ComputeJob& job) const;
+  double price(ComputeJob& job) const;
+  void schedule(ComputeJob& job);
+  void reprice_all();
+  void finish(ComputeJob& job);
+  void remove(ComputeJob& job);
+
+  rt::Runtime& rt_;
+  std::vector<ComputeJob*> jobs_;
+  double fraction_sum_ = 0;
+  double clock_ = 1.0;
+};
+
+}  // namespace nvl::fakegpu

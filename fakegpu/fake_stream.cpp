@@ -1,0 +1,251 @@
+#include "fakegpu/fake_stream.h"
+
+#include <stdexcept>
+
+#include "fakegpu/fake_device.h"
+
+namespace nvl::fakegpu {
+
+FakeStream::FakeStream(FakeDevice& device, std::string name, double sm_fraction)
+    : device_(device),
+      name_(std::move(name)),
+      sm_fraction_(sm_fraction),
+      job_(*this, sm_fraction),
+      idle_cond_(device.runtime(), "stream '" + name_ + "' of " + device.source()) {}
+
+FakeStream::~FakeStream() { device_.compute().cancel(job_); }
+
+hal::DeviceId FakeStream::device() const { return device_.id(); }
+
+void FakeStream::launch(const hal::KernelDesc& kernel) {
+  device_.check_usable("launch '" + kernel.name + "'");
+  Op op;
+  op.kind = OpKind::kernel;
+  op.cost = device_.cost_model().cost(kernel, device_.profile().kernel_launch);
+  op.name = kernel.name;
+  enqueue(std::move(op));
+}
+
+void FakeStream::launch(std::shared_ptr<const hal::GraphExec> graph) {
+  auto exec = std::dynamic_pointer_cast<const FakeGraphExec>(graph);
+  if (!exec || exec->device() != device_.id()) {
+    throw std::invalid_argument("stream '" + name_ + "' of " + device_.source() + ": graph '" +
+                                (graph ? graph->name() : std::string("(null)")) +
+                                "' was not instantiated for this device");
+  }
+  device_.check_usable("launch graph '" + exec->name() + "'");
+  Op op;
+  op.kind = OpKind::graph;
+  op.name = "graph '" + exec->name() + "'";
+  op.graph = std::move(exec);
+  enqueue(std::move(op));
+}
+
+void FakeStream::copy(const hal::Buffer& dst, std::uint64_t dst_offset_bytes, const hal::Buffer& src,
+                      std::uint64_t src_offset_bytes, std::uint64_t bytes) {
+  const std::string what = "copy on stream '" + name_ + "' of " + device_.source();
+  if (!dst || !src) throw std::invalid_argument(what + ": empty buffer");
+  if (dst_offset_bytes > dst.bytes() || bytes > dst.bytes() - dst_offset_bytes) {
+    throw std::out_of_range(what + ": destination range [" + std::to_string(dst_offset_bytes) + ", +" +
+                            std::to_string(bytes) + ") lies outside its " + std::to_string(dst.bytes()) + " bytes");
+  }
+  if (src_offset_bytes > src.bytes() || bytes > src.bytes() - src_offset_bytes) {
+    throw std::out_of_range(what + ": source range [" + std::to_string(src_offset_bytes) + ", +" +
+                            std::to_string(bytes) + ") lies outside its " + std::to_string(src.bytes()) + " bytes");
+  }
+  const hal::MemoryLocation here{hal::MemoryKind::device, device_.id()};
+  if (!(src.location() == here) && !(dst.location() == here)) {
+    throw std::invalid_argument(what + ": neither side is this stream's device");
+  }
+  device_.check_usable("copy");
+  Op op;
+  op.kind = OpKind::copy;
+  op.name = "copy of " + std::to_string(bytes) + " bytes";
+  op.transfer = TransferRequest{src.location(), dst.location(), bytes, device_.id()};
+  enqueue(std::move(op));
+}
+
+void FakeStream::record(hal::GpuEvent& event) {
+  auto* fake = dynamic_cast<FakeEvent*>(&event);
+  if (fake == nullptr) throw std::invalid_argument("stream '" + name_ + "': event '" + event.name() + "' is not emulated");
+  device_.check_usable("record event '" + event.name() + "'");
+  Op op;
+  op.kind = OpKind::record;
+  op.name = "record event '" + event.name() + "'";
+  op.event = fake->shared_from_this();
+  op.generation = fake->next_generation();
+  enqueue(std::move(op));
+}
+
+void FakeStream::wait(hal::GpuEvent& event) {
+  auto* fake = dynamic_cast<FakeEvent*>(&event);
+  if (fake == nullptr) throw std::invalid_argument("stream '" + name_ + "': event '" + event.name() + "' is not emulated");
+  device_.check_usable("wait event '" + event.name() + "'");
+  Op op;
+  op.kind = OpKind::wait;
+  op.name = "wait event '" + event.name() + "'";
+  op.event = fake->shared_from_this();
+  op.generation = fake->recorded_generation();
+  enqueue(std::move(op));
+}
+
+void FakeStream::add_callback(hal::HostCallback fn) {
+  device_.check_usable("host callback");
+  Op op;
+  op.kind = OpKind::callback;
+  op.name = "host callback";
+  op.callback = std::move(fn);
+  enqueue(std::move(op));
+}
+
+void FakeStream::synchronize() {
+  idle_cond_.wait([this] { return queue_.empty(); });
+  if (error_) {
+    hal::HalError e = std::move(*error_);
+    error_.reset();
+    throw e;
+  }
+}
+
+void FakeStream::enqueue(Op op) {
+  queue_.push_back(std::move(op));
+  pump();
+}
+
+void FakeStream::pump() {
+  if (pumping_) return;
+  pumping_ = true;
+  while (!busy_ && !queue_.empty()) start_front();
+  pumping_ = false;
+  if (queue_.empty()) idle_cond_.notify_all();
+}
+
+void FakeStream::start_front() {
+  Op& op = queue_.front();
+  switch (op.kind) {
+    case OpKind::kernel:
+      busy_ = true;
+      job_.set_work({&op.cost, 1}, nullptr);
+      device_.compute().start(job_);
+      return;
+    case OpKind::graph:
+      busy_ = true;
+      segment_ = 0;
+      run_segment();
+      return;
+    case OpKind::copy:
+      busy_ = true;
+      device_.transfer(op.transfer, [this, epoch = epoch_](const hal::HalError* e) { on_async_done(epoch, e); });
+      return;
+    case OpKind::record: {
+      const auto event = std::move(op.event);
+      const std::uint64_t generation = op.generation;
+      queue_.pop_front();
+      event->complete(generation, nullptr);
+      return;
+    }
+    case OpKind::wait:
+      if (op.event->reached(op.generation)) {
+        finish_front(op.event->error());
+      } else {
+        busy_ = true;
+        op.event->add_waiter(op.generation, *this, epoch_);
+      }
+      return;
+    case OpKind::callback: {
+      const auto fn = std::move(op.callback);
+      queue_.pop_front();
+      fn(error_ ? &*error_ : nullptr);
+      return;
+    }
+  }
+}
+
+void FakeStream::run_segment() {
+  const auto& segment = queue_.front().graph->segments()[segment_];
+  if (segment.kernels.empty()) {
+    on_compute_done(job_);  // back-to-back collectives, or nothing after the last one
+    return;
+  }
+  job_.set_work(segment.kernels, &segment.cache);
+  device_.compute().start(job_);
+}
+
+void FakeStream::on_compute_done(ComputeJob&) {
+  Op& op = queue_.front();
+  if (op.kind == OpKind::kernel) {
+    finish_front(nullptr);
+    return;
+  }
+  const auto& segment = op.graph->segments()[segment_];
+  if (!segment.collective) {
+    finish_front(nullptr);  // the last segment
+    return;
+  }
+  const hal::CollectiveCall& call = *segment.collective;
+  call.group->arrive(call.rank, call.op, [this, epoch = epoch_](const hal::HalError* e) { on_async_done(epoch, e); });
+}
+
+void FakeStream::on_async_done(std::uint64_t epoch, const hal::HalError* error) {
+  if (epoch != epoch_) return;  // work drained by a fault
+  const Op& op = queue_.front();
+  if (op.kind == OpKind::graph && error == nullptr) {
+    ++segment_;
+    run_segment();
+    return;
+  }
+  finish_front(error);
+}
+
+void FakeStream::on_event_reached(std::uint64_t epoch, const hal::HalError* error) {
+  if (epoch != epoch_) return;
+  finish_front(error);
+}
+
+void FakeStream::finish_front(const hal::HalError* error) {
+  if (error != nullptr) note_failure(queue_.front(), *error);
+  queue_.pop_front();
+  busy_ = false;
+  pump();
+}
+
+void FakeStream::note_failure(const Op& op, const hal::HalError& error) {
+  if (!error_) error_ = error;
+  device_.runtime().record(device_.source(), "op_failed",
+                           {{"stream", name_},
+                            {"op", op.name},
+                            {"xid", static_cast<int>(error.cause())},
+                            {"error", error.what()}},
+                           rt::Severity::warning);
+}
+
+void FakeStream::fail(Op& op, const hal::HalError& error) {
+  note_failure(op, error);
+  switch (op.kind) {
+    case OpKind::record:
+      op.event->complete(op.generation, &error);
+      return;
+    case OpKind::callback:
+      op.callback(error_ ? &*error_ : &error);
+      return;
+    default:
+      return;
+  }
+}
+
+void FakeStream::drain(hal::Xid xid, const std::string& reason) {
+  ++epoch_;
+  device_.compute().cancel(job_);
+  busy_ = false;
+  bool first = true;
+  while (!queue_.empty()) {
+    Op op = std::move(queue_.front());
+    queue_.pop_front();
+    const std::string detail = first ? reason : reason + " (queued behind it, not run)";
+    first = false;
+    fail(op, hal::HalError(device_.id(), op.name, xid, detail));
+  }
+  idle_cond_.notify_all();
+}
+
+}  // namespace nvl::fakegpu

@@ -1,0 +1,86 @@
+#pragma once
+// An emulated stream: an in-order queue of device work driven by runtime callbacks (no fiber).
+// Kernels and graph segments run on the device's ComputeEngine; copies go to the device's transfer
+// path; collectives to their CommGroup. When a fault drains the stream, every queued operation
+// fails (each one logged) and late completions of the old work are ignored (by epoch).
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "emu/rt/condition.h"
+#include "engine/hal/stream.h"
+#include "fakegpu/compute_engine.h"
+#include "fakegpu/fake_event.h"
+#include "fakegpu/fake_graph_exec.h"
+#include "fakegpu/transfer_path.h"
+
+namespace nvl::fakegpu {
+
+class FakeDevice;
+
+class FakeStream final : public hal::Stream, private ComputeClient {
+ public:
+  FakeStream(FakeDevice& device, std::string name, double sm_fraction);
+  // Takes a running kernel off the device; completions still in flight elsewhere (a collective, a
+  // copy) must not arrive after the device is gone.
+  ~FakeStream() override;
+
+  const std::string& name() const override { return name_; }
+  hal::DeviceId device() const override;
+  double sm_fraction() const override { return sm_fraction_; }
+
+  void launch(const hal::KernelDesc& kernel) override;
+  void launch(std::shared_ptr<const hal::GraphExec> graph) override;
+  void copy(const hal::Buffer& dst, std::uint64_t dst_offset_bytes, const hal::Buffer& src,
+            std::uint64_t src_offset_bytes, std::uint64_t bytes) override;
+  void record(hal::GpuEvent& event) override;
+  void wait(hal::GpuEvent& event) override;
+  void add_callback(hal::HostCallback fn) override;
+  void synchronize() override;
+  bool idle() const override { return queue_.empty(); }
+
+  // The device's fault: the running operation and everything queued fail with `xid`.
+  void drain(hal::Xid xid, const std::string& reason);
+  // From FakeEvent: a waited-for generation completed.
+  void on_event_reached(std::uint64_t epoch, const hal::HalError* error);
+
+ private:
+  enum class OpKind : std::uint8_t { kernel, graph, copy, record, wait, callback };
+  struct Op {
+    OpKind kind = OpKind::kernel;
+    std::string name;  // for errors and the event log
+    KernelCost cost;
+    std::shared_ptr<const FakeGraphExec> graph;
+    TransferRequest transfer;
+    std::shared_ptr<FakeEvent> event;
+    std::uint64_t generation = 0;
+    hal::HostCallback callback;
+  };
+
+  void enqueue(Op op);
+  void pump();
+  void start_front();
+  void run_segment();
+  void on_compute_done(ComputeJob& job) override;
+  void on_async_done(std::uint64_t epoch, const hal::HalError* error);
+  // The front operation is done (error: it failed); the next one starts.
+  void finish_front(const hal::HalError* error);
+  void note_failure(const Op& op, const hal::HalError& error);
+  void fail(Op& op, const hal::HalError& error);
+
+  FakeDevice& device_;
+  std::string name_;
+  double sm_fraction_;
+  std::deque<Op> queue_;  // the front is the running operation while busy_
+  bool busy_ = false;
+  bool pumping_ = false;
+  std::uint64_t epoch_ = 0;  // bumped by drain(): completions of older work are stale
+  std::size_t segment_ = 0;  // the running graph's segment
+  ComputeJob job_;
+  std::optional<hal::HalError> error_;  // first failure since the last synchronize()
+  rt::Condition idle_cond_;
+};
+
+}  // namespace nvl::fakegpu

@@ -1,0 +1,163 @@
+// Graph launches: one event per segment between collectives, priced as the sum of the kernels with a
+// per-graph launch overhead; collectives hand over to the group and wait for its slowest member.
+#include <gtest/gtest.h>
+
+#include "engine/hal/hal_error.h"
+#include "fixed_latency_group.h"
+#include "rig.h"
+
+namespace nvl::fakegpu {
+namespace {
+
+using hal::DType;
+using hal::KernelKind;
+using testing::FixedLatencyGroup;
+using testing::kernel;
+using testing::Rig;
+
+hal::CollectiveOp op(hal::CollectiveKind kind, const std::string& name) {
+  hal::CollectiveOp o;
+  o.kind = kind;
+  o.name = name;
+  return o;
+}
+
+hal::Graph decode_layers(int layers) {
+  hal::Graph g("decode");
+  for (int l = 0; l < layers; ++l) {
+    g.add(kernel(KernelKind::elementwise, DType::bf16, 1'000'000, 20'000'000, "norm"));
+    g.add(kernel(KernelKind::gemm, DType::fp8, 2'000'000'000, 30'000'000, "qkv"));
+    g.add(kernel(KernelKind::attn_decode, DType::bf16, 5'000'000'000, 200'000'000, "attn"));
+    g.add(kernel(KernelKind::moe_gemm, DType::fp8, 8'000'000'000, 60'000'000, "experts"));
+  }
+  return g;
+}
+
+TEST(Graph, ALaunchWithoutCollectivesIsOneEvent) {
+  Rig rig("gb300");
+  hal::Stream& s = rig.gpu().create_stream("decode");
+  const auto exec = rig.gpu().instantiate(decode_layers(78));
+  const auto& fake = dynamic_cast<const FakeGraphExec&>(*exec);
+  ASSERT_EQ(fake.segments().size(), 1u);
+  const auto before = rig.rt.stats().events;
+  s.launch(exec);
+  rig.rt.run();
+  EXPECT_EQ(rig.rt.stats().events - before, 1u);
+  EXPECT_EQ(rig.rt.now(), rt::Time() + fake.compute_time());
+}
+
+TEST(Graph, PriceIsTheSumOfItsKernelsWithOneLaunchOverhead) {
+  Rig rig("gb300");
+  const auto& p = rig.fleet->profile();
+  const auto& model = rig.gpu().cost_model();
+  const hal::Graph g = decode_layers(3);
+  double expected_ns = static_cast<double>(p.graph_launch.ns());
+  for (const auto& node : g.nodes()) expected_ns += price_ns(model.cost(std::get<hal::KernelDesc>(node), p.graph_node), {});
+  hal::Stream& s = rig.gpu().create_stream("decode");
+  s.launch(rig.gpu().instantiate(g));
+  rig.rt.run();
+  EXPECT_NEAR(static_cast<double>(rig.rt.now().ns()), expected_ns, 1.0);
+}
+
+TEST(Graph, ReplaysAreIdenticalAndBackToBack) {
+  Rig rig("gb300");
+  hal::Stream& s = rig.gpu().create_stream("decode");
+  const auto exec = rig.gpu().instantiate(decode_layers(10));
+  for (int i = 0; i < 5; ++i) s.launch(exec);
+  rig.rt.run();
+  EXPECT_EQ(rig.rt.now(), rt::Time() + dynamic_cast<const FakeGraphExec&>(*exec).compute_time() * 5);
+}
+
+TEST(Graph, CollectivesWaitForTheSlowestMember) {
+  Rig rig("gb300", 2);
+  const rt::Duration latency = rt::us(20);
+  auto group = std::make_shared<FixedLatencyGroup>(rig.rt, "ep", std::vector<hal::DeviceId>{0, 1}, latency);
+  const auto attn = kernel(KernelKind::attn_decode, DType::bf16, 1'000'000'000, 100'000'000, "attn");
+  const auto experts = kernel(KernelKind::moe_gemm, DType::fp8, 4'000'000'000, 50'000'000, "experts");
+  std::vector<std::shared_ptr<const hal::GraphExec>> execs;
+  for (int rank = 0; rank < 2; ++rank) {
+    hal::Graph g("step");
+    g.add(attn);
+    if (rank == 1) g.add(attn);  // the slow rank: twice the attention work
+    g.add(hal::CollectiveCall{group, rank, op(hal::CollectiveKind::all_to_all, "dispatch")});
+    g.add(experts);
+    g.add(hal::CollectiveCall{group, rank, op(hal::CollectiveKind::all_to_all, "combine")});
+    execs.push_back(rig.gpu(rank).instantiate(g));
+  }
+  std::vector<rt::Time> done(2);
+  for (int rank = 0; rank < 2; ++rank) {
+    hal::Stream& s = rig.gpu(rank).create_stream("step");
+    s.launch(execs[static_cast<std::size_t>(rank)]);
+    s.add_callback([&, rank](const hal::HalError* e) {
+      EXPECT_EQ(e, nullptr);
+      done[static_cast<std::size_t>(rank)] = rig.rt.now();
+    });
+  }
+  const auto before = rig.rt.stats().events;
+  rig.rt.run();
+  const auto& slow = dynamic_cast<const FakeGraphExec&>(*execs[1]).segments();
+  const auto& p = rig.fleet->profile();
+  auto seg_ns = [](const FakeGraphExec::Segment& s) {
+    double ns = 0;
+    for (const auto& c : s.kernels) ns += price_ns(c, {});
+    return ns;
+  };
+  // Both ranks leave the dispatch when the slow one has arrived, plus the latency.
+  ASSERT_EQ(group->arrivals.size(), 4u);
+  EXPECT_LT(group->arrivals[0].at, group->arrivals[1].at);
+  EXPECT_EQ(group->arrivals[1].rank, 1);
+  const double expected = seg_ns(slow[0]) + latency.ns() + seg_ns(slow[1]) + latency.ns() + seg_ns(slow[2]);
+  EXPECT_NEAR(static_cast<double>(done[0].ns()), expected, 2.0);
+  EXPECT_EQ(done[0], done[1]) << "the fast rank waited for the slow one";
+  EXPECT_GT(slow[0].kernels.front().overhead_ns, static_cast<double>(p.graph_node.ns())) << "graph launch first";
+  // 3 compute segments per rank + 2 collective completions, not one event per kernel.
+  EXPECT_LE(rig.rt.stats().events - before, 3u * 2 + 2);
+}
+
+TEST(Graph, AFailedCollectiveFailsTheGraphAndTheStreamGoesOn) {
+  Rig rig("gb300", 2);
+  auto group = std::make_shared<FixedLatencyGroup>(rig.rt, "ep", std::vector<hal::DeviceId>{0, 1}, rt::us(5));
+  group->fail_next = true;
+  std::vector<hal::Stream*> streams;
+  for (int rank = 0; rank < 2; ++rank) {
+    hal::Graph g("step");
+    g.add(kernel(KernelKind::gemm, DType::fp8, 1'000'000'000, 1'000'000, "gemm"));
+    g.add(hal::CollectiveCall{group, rank, op(hal::CollectiveKind::all_reduce, "ar")});
+    g.add(kernel(KernelKind::gemm, DType::fp8, 1'000'000'000, 1'000'000, "after"));
+    hal::Stream& s = rig.gpu(rank).create_stream("step");
+    s.launch(rig.gpu(rank).instantiate(g));
+    s.launch(kernel(KernelKind::elementwise, DType::bf16, 0, 1000, "next"));
+    streams.push_back(&s);
+  }
+  rig.in_fiber([&] {
+    for (auto* s : streams) {
+      try {
+        s->synchronize();
+        ADD_FAILURE() << "expected the graph to fail";
+      } catch (const hal::HalError& e) {
+        EXPECT_EQ(e.cause(), hal::Xid::nvlink_error);
+      }
+      EXPECT_TRUE(s->idle()) << "the kernel after the failed graph still ran";
+    }
+  });
+  EXPECT_EQ(rig.count("op_failed"), 2);
+}
+
+TEST(Graph, InstantiationChecksDeviceRankAndDtype) {
+  Rig rig("h800", 2);
+  auto group = std::make_shared<FixedLatencyGroup>(rig.rt, "g", std::vector<hal::DeviceId>{0, 1}, rt::us(1));
+  hal::Graph wrong_rank("g");
+  wrong_rank.add(hal::CollectiveCall{group, 1, hal::CollectiveOp{}});
+  EXPECT_THROW(rig.gpu(0).instantiate(wrong_rank), std::invalid_argument);
+  EXPECT_THROW(hal::Graph("g").add(hal::CollectiveCall{group, 2, hal::CollectiveOp{}}), std::invalid_argument);
+
+  hal::Graph fp4("fp4");
+  fp4.add(kernel(KernelKind::gemm, DType::fp4, 1000, 1000));
+  EXPECT_THROW(rig.gpu(0).instantiate(fp4), hal::HalError);
+
+  const auto exec = rig.gpu(0).instantiate(decode_layers(1));
+  EXPECT_THROW(rig.gpu(1).create_stream("s").launch(exec), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace nvl::fakegpu
