@@ -3,57 +3,57 @@
 #include <cmath>
 
 #include "emu/rt/errors.h"
-#include "fakegpu/json_reader.h"
+#include "emu/rt/json_reader.h"
 
 namespace nvl::fakegpu {
 
 namespace {
+using rt::NumberRule;
 rt::Duration ns_of(double v) { return rt::Duration::nanoseconds(std::llround(v)); }
 }  // namespace
 
 DeviceProfile load_device_profile(const std::filesystem::path& file) {
-  const JsonReader r(file);
-  const auto& root = r.root();
-  r.expect_keys(root, "",
-                {"name", "architecture", "sm_count", "hbm_bytes", "hbm_usable_bytes", "hbm_bytes_per_s",
-                 "peak_flops_per_s", "host", "host_link", "default_peer_bytes_per_s", "kernel_launch_ns",
-                 "graph_launch_ns", "graph_node_ns"});
+  const nlohmann::json root = rt::JsonReader::parse_file(file);
+  rt::JsonReader r(root, file.string());
   DeviceProfile p;
-  p.name = r.string(root, "", "name");
-  p.architecture = r.string(root, "", "architecture");
-  p.sm_count = static_cast<int>(r.sourced(root, "", "sm_count", NumberRule::positive_integer));
-  p.hbm_bytes = static_cast<std::uint64_t>(r.sourced(root, "", "hbm_bytes", NumberRule::positive));
-  p.hbm_usable_bytes = static_cast<std::uint64_t>(r.sourced(root, "", "hbm_usable_bytes", NumberRule::positive));
+  p.name = r.string("name");
+  p.architecture = r.string("architecture");
+  p.sm_count = static_cast<int>(r.sourced("sm_count", NumberRule::positive_whole));
+  p.hbm_bytes = static_cast<std::uint64_t>(r.sourced("hbm_bytes", NumberRule::positive));
+  p.hbm_usable_bytes = static_cast<std::uint64_t>(r.sourced("hbm_usable_bytes", NumberRule::positive));
   if (p.hbm_usable_bytes > p.hbm_bytes) r.fail("hbm_usable_bytes.value", "expected at most hbm_bytes");
-  p.hbm_bytes_per_s = r.sourced(root, "", "hbm_bytes_per_s", NumberRule::positive);
+  p.hbm_bytes_per_s = r.sourced("hbm_bytes_per_s", NumberRule::positive);
 
-  const auto& peaks = root.at("peak_flops_per_s");
-  r.expect_keys(peaks, "peak_flops_per_s", {"fp8", "bf16"}, {"fp4", "fp16", "fp32", "int8"});
-  for (const auto& [dtype, v] : peaks.items()) {
+  rt::JsonReader peaks = r.object("peak_flops_per_s");
+  for (const char* dtype : {"fp4", "fp8", "bf16", "fp16", "fp32", "int8"}) {
+    const bool required = std::string_view(dtype) == "fp8" || std::string_view(dtype) == "bf16";
+    if (!required && !peaks.has(dtype)) continue;
     p.peak_flops_per_s[static_cast<std::size_t>(hal::dtype_from_string(dtype))] =
-        r.sourced(peaks, "peak_flops_per_s", dtype, NumberRule::positive);
+        peaks.sourced(dtype, NumberRule::positive);
   }
+  peaks.finish();
 
-  const auto& host = root.at("host");
-  r.expect_keys(host, "host", {"profile", "gpus_per_host"});
-  p.host_profile = r.string(host, "host", "profile");
-  p.gpus_per_host = static_cast<int>(r.sourced(host, "host", "gpus_per_host", NumberRule::positive_integer));
+  rt::JsonReader host = r.object("host");
+  p.host_profile = host.string("profile");
+  p.gpus_per_host = static_cast<int>(host.sourced("gpus_per_host", NumberRule::positive_whole));
+  host.finish();
 
-  const auto& link = root.at("host_link");
-  r.expect_keys(link, "host_link", {"kind", "bytes_per_s"});
-  const std::string kind = r.string(link, "host_link", "kind");
+  rt::JsonReader link = r.object("host_link");
+  const std::string kind = link.string("kind");
   if (kind == "nvlink_c2c") {
     p.host_link = HostLinkKind::nvlink_c2c;
   } else if (kind == "pcie") {
     p.host_link = HostLinkKind::pcie;
   } else {
-    r.fail("host_link.kind", "expected \"nvlink_c2c\" or \"pcie\", found \"" + kind + "\"");
+    link.fail("kind", "expected \"nvlink_c2c\" or \"pcie\", found \"" + kind + "\"");
   }
-  p.host_link_bytes_per_s = r.sourced(link, "host_link", "bytes_per_s", NumberRule::positive);
-  p.default_peer_bytes_per_s = r.sourced(root, "", "default_peer_bytes_per_s", NumberRule::positive);
-  p.kernel_launch = ns_of(r.sourced(root, "", "kernel_launch_ns", NumberRule::non_negative));
-  p.graph_launch = ns_of(r.sourced(root, "", "graph_launch_ns", NumberRule::non_negative));
-  p.graph_node = ns_of(r.sourced(root, "", "graph_node_ns", NumberRule::non_negative));
+  p.host_link_bytes_per_s = link.sourced("bytes_per_s", NumberRule::positive);
+  link.finish();
+  p.default_peer_bytes_per_s = r.sourced("default_peer_bytes_per_s", NumberRule::positive);
+  p.kernel_launch = ns_of(r.sourced("kernel_launch_ns"));
+  p.graph_launch = ns_of(r.sourced("graph_launch_ns"));
+  p.graph_node = ns_of(r.sourced("graph_node_ns"));
+  r.finish();
 
   const auto table = file.parent_path() / ("efficiency_" + p.architecture + ".json");
   if (!std::filesystem::exists(table)) {

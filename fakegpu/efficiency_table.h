@@ -31,7 +31,8 @@ struct EfficiencyTable {
   const KindEfficiency& of(hal::KernelKind k) const { return kinds[static_cast<std::size_t>(k)]; }
 };
 
-// Every kernel kind must be present; see json_reader.h for what else is checked.
+// Every kernel kind must be present; unknown keys, missing keys and numbers out of range are
+// InputErrors naming the file and key (emu/rt/json_reader.h).
 EfficiencyTable load_efficiency_table(const std::filesystem::path& file);
 
 }  // namespace nvl::fakegpu

@@ -1,29 +1,26 @@
 #include "fakegpu/host_profile.h"
 
-#include "fakegpu/json_reader.h"
+#include "emu/rt/json_reader.h"
 
 namespace nvl::fakegpu {
 
 HostProfile load_host_profile(const std::filesystem::path& file) {
-  const JsonReader r(file);
-  const auto& root = r.root();
-  if (!root.is_object()) r.fail("", std::string("expected an object, found ") + root.type_name());
+  const nlohmann::json root = rt::JsonReader::parse_file(file);
+  rt::JsonReader r(root, file.string());
   HostProfile p;
-  const std::string kind = root.contains("kind") && root.at("kind").is_string() ? root.at("kind").get<std::string>() : "";
+  const std::string kind = r.string("kind");
   if (kind == "grace") {
-    r.expect_keys(root, "", {"name", "kind", "memory_bytes", "memory_bytes_per_s", "c2c_bytes_per_s"});
     p.kind = HostKind::grace;
-    p.c2c_bytes_per_s = r.sourced(root, "", "c2c_bytes_per_s", NumberRule::positive);
+    p.c2c_bytes_per_s = r.sourced("c2c_bytes_per_s", rt::NumberRule::positive);
   } else if (kind == "x86") {
-    r.expect_keys(root, "", {"name", "kind", "memory_bytes", "memory_bytes_per_s"});
     p.kind = HostKind::x86;
   } else {
-    r.expect_keys(root, "", {"kind"}, {"name", "memory_bytes", "memory_bytes_per_s", "c2c_bytes_per_s"});
-    r.fail("kind", "expected \"grace\" or \"x86\", found " + root.at("kind").dump());
+    r.fail("kind", "expected \"grace\" or \"x86\", found \"" + kind + "\"");
   }
-  p.name = r.string(root, "", "name");
-  p.memory_bytes = static_cast<std::uint64_t>(r.sourced(root, "", "memory_bytes", NumberRule::positive));
-  p.memory_bytes_per_s = r.sourced(root, "", "memory_bytes_per_s", NumberRule::positive);
+  p.name = r.string("name");
+  p.memory_bytes = static_cast<std::uint64_t>(r.sourced("memory_bytes", rt::NumberRule::positive));
+  p.memory_bytes_per_s = r.sourced("memory_bytes_per_s", rt::NumberRule::positive);
+  r.finish();
   return p;
 }
 

@@ -9,16 +9,34 @@
 namespace nvl::rt {
 
 namespace {
-std::string range_text(double min, double max) {
-  std::ostringstream os;
-  os << "[" << min << ", ";
-  if (max >= 1e300) {
-    os << "inf)";
-  } else {
-    os << max << "]";
+
+std::string expectation(NumberRule rule) {
+  switch (rule) {
+    case NumberRule::any: return "expected a number";
+    case NumberRule::non_negative: return "expected a number >= 0";
+    case NumberRule::positive: return "expected a number > 0";
+    case NumberRule::fraction: return "expected a fraction in (0, 1]";
+    case NumberRule::positive_whole: return "expected a whole number >= 1";
   }
-  return os.str();
+  return "expected a number";
 }
+
+bool obeys(double x, NumberRule rule) {
+  switch (rule) {
+    case NumberRule::any: return true;
+    case NumberRule::non_negative: return x >= 0;
+    case NumberRule::positive: return x > 0;
+    case NumberRule::fraction: return x > 0 && x <= 1;
+    case NumberRule::positive_whole: return x >= 1 && x == std::floor(x);
+  }
+  return false;
+}
+
+std::string found(const nlohmann::json& v) {
+  if (v.is_number()) return ", found " + v.dump();
+  return std::string(", found ") + v.type_name() + " " + v.dump();
+}
+
 }  // namespace
 
 JsonReader::JsonReader(const nlohmann::json& object, std::string file, std::string path)
@@ -60,38 +78,37 @@ const nlohmann::json& JsonReader::get(std::string_view key) {
 
 std::string JsonReader::string(std::string_view key) {
   const auto& v = get(key);
-  if (!v.is_string()) fail(key, "expected a string, got " + v.dump());
+  if (!v.is_string()) fail(key, "expected a string" + found(v));
   return v.get<std::string>();
 }
 
 bool JsonReader::boolean(std::string_view key) {
   const auto& v = get(key);
-  if (!v.is_boolean()) fail(key, "expected true or false, got " + v.dump());
+  if (!v.is_boolean()) fail(key, "expected true or false" + found(v));
   return v.get<bool>();
 }
 
 std::int64_t JsonReader::integer(std::string_view key, std::int64_t min, std::int64_t max) {
   const auto& v = get(key);
-  const std::string expected = "expected an integer in " + range_text(static_cast<double>(min),
-                                                                      max == INT64_MAX ? 1e300 : static_cast<double>(max));
-  if (!v.is_number_integer()) fail(key, expected + ", got " + v.dump());
+  std::string expected = "expected an integer in [" + std::to_string(min) + ", ";
+  expected += max == INT64_MAX ? "inf)" : std::to_string(max) + "]";
+  if (!v.is_number_integer()) fail(key, expected + found(v));
   const auto n = v.get<std::int64_t>();
-  if (n < min || n > max) fail(key, expected + ", got " + v.dump());
+  if (n < min || n > max) fail(key, expected + found(v));
   return n;
 }
 
-double JsonReader::number(std::string_view key, double min, double max) {
+double JsonReader::number(std::string_view key, NumberRule rule) {
   const auto& v = get(key);
-  const std::string expected = "expected a number in " + range_text(min, max);
-  if (!v.is_number()) fail(key, expected + ", got " + v.dump());
+  if (!v.is_number()) fail(key, expectation(rule) + found(v));
   const double x = v.get<double>();
-  if (!std::isfinite(x) || x < min || x > max) fail(key, expected + ", got " + v.dump());
+  if (!std::isfinite(x) || !obeys(x, rule)) fail(key, expectation(rule) + found(v));
   return x;
 }
 
-double JsonReader::sourced(std::string_view key, double min, double max) {
+double JsonReader::sourced(std::string_view key, NumberRule rule) {
   JsonReader o = object(key);
-  const double x = o.number("value", min, max);
+  const double x = o.number("value", rule);
   if (o.string("source").empty()) o.fail("source", "expected a non-empty string naming where the number comes from");
   o.finish();
   return x;
@@ -101,7 +118,7 @@ Duration JsonReader::sourced_ns(std::string_view key) { return from_seconds(sour
 
 JsonReader JsonReader::object(std::string_view key) {
   const auto& v = get(key);
-  if (!v.is_object()) fail(key, "expected an object, got " + v.dump());
+  if (!v.is_object()) fail(key, "expected an object" + found(v));
   return JsonReader(v, file_, where(key));
 }
 
@@ -111,6 +128,12 @@ std::vector<JsonReader> JsonReader::objects(std::string_view key) {
   std::vector<JsonReader> out;
   out.reserve(v.size());
   for (std::size_t i = 0; i < v.size(); ++i) out.emplace_back(v[i], file_, where(key) + "[" + std::to_string(i) + "]");
+  return out;
+}
+
+std::vector<std::string> JsonReader::keys() const {
+  std::vector<std::string> out;
+  for (const auto& [key, value] : object_->items()) out.push_back(key);
   return out;
 }
 

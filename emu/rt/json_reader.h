@@ -15,6 +15,15 @@
 
 namespace nvl::rt {
 
+// What a number read from a file must be; each rule names itself in the error message.
+enum class NumberRule {
+  any,             // any finite number
+  non_negative,    // >= 0
+  positive,        // > 0
+  fraction,        // in (0, 1]
+  positive_whole,  // a whole number >= 1
+};
+
 class JsonReader {
  public:
   // `path` is the key path of `object` inside the file ("" at the top). `object` must outlive the reader.
@@ -27,15 +36,17 @@ class JsonReader {
   bool boolean(std::string_view key);
   // An integer in [min, max].
   std::int64_t integer(std::string_view key, std::int64_t min = 0, std::int64_t max = INT64_MAX);
-  // A finite number in [min, max].
-  double number(std::string_view key, double min = 0, double max = 1e300);
-  // A sourced number {"value": x, "source": "..."} in [min, max].
-  double sourced(std::string_view key, double min = 0, double max = 1e300);
+  double number(std::string_view key, NumberRule rule = NumberRule::non_negative);
+  // A sourced number {"value": x, "source": "..."}.
+  double sourced(std::string_view key, NumberRule rule = NumberRule::non_negative);
   // A sourced duration given in nanoseconds.
   Duration sourced_ns(std::string_view key);
   JsonReader object(std::string_view key);
   // An array of objects.
   std::vector<JsonReader> objects(std::string_view key);
+
+  // The keys of this object, in the file's order (for maps keyed by name).
+  std::vector<std::string> keys() const;
 
   // Throws for the first key that was never read.
   void finish() const;

@@ -90,7 +90,7 @@ ModelProfile load_model_profile(const std::filesystem::path& file) {
     m.index_n_heads = r.integer("index_n_heads", 1);
     m.index_head_dim = r.integer("index_head_dim", 1);
     m.index_topk = r.integer("index_topk", 1);
-    m.index_key_scale_bytes = static_cast<std::int64_t>(r.sourced("index_key_scale_bytes", 0, 64));
+    m.index_key_scale_bytes = static_cast<std::int64_t>(r.sourced("index_key_scale_bytes", rt::NumberRule::non_negative));
   }
   m.n_routed_experts = r.integer("n_routed_experts", 1);
   m.n_shared_experts = r.integer("n_shared_experts", 0);
@@ -98,9 +98,9 @@ ModelProfile load_model_profile(const std::filesystem::path& file) {
   m.moe_intermediate_size = r.integer("moe_intermediate_size", 1);
   m.intermediate_size = r.integer("intermediate_size", 1);
   m.num_nextn_predict_layers = r.integer("num_nextn_predict_layers", 0, 8);
-  m.mtp_acceptance_rate = r.sourced("mtp_acceptance_rate", 0, 1);
-  m.published_params_total = r.sourced("published_params_total");
-  m.published_params_active = r.sourced("published_params_active");
+  m.mtp_acceptance_rate = r.sourced("mtp_acceptance_rate", rt::NumberRule::fraction);
+  m.published_params_total = r.sourced("published_params_total", rt::NumberRule::positive);
+  m.published_params_active = r.sourced("published_params_active", rt::NumberRule::positive);
   r.finish();
   return m;
 }

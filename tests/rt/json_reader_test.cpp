@@ -26,13 +26,23 @@ TEST(JsonReader, ReadsEveryKindOfValue) {
   EXPECT_EQ(r.string("name"), "B300");
   EXPECT_TRUE(r.boolean("on"));
   EXPECT_EQ(r.integer("n", 1, 100), 18);
-  EXPECT_DOUBLE_EQ(r.number("x", 0, 1), 0.5);
+  EXPECT_DOUBLE_EQ(r.number("x", NumberRule::fraction), 0.5);
   EXPECT_DOUBLE_EQ(r.sourced("bw"), 9e11);
   EXPECT_EQ(r.sourced_ns("lat"), ns(250));
   auto parts = r.objects("parts");
   ASSERT_EQ(parts.size(), 2u);
   EXPECT_EQ(parts[1].integer("id"), 2);
   EXPECT_NO_THROW(r.finish());
+  EXPECT_EQ(r.keys().size(), 7u);
+}
+
+TEST(JsonReader, WholeNumbersAndFractions) {
+  const auto j = nlohmann::json::parse(R"({"sm": 131.5, "eff": 0, "ok": 132})");
+  JsonReader r(j, "gpu.json");
+  EXPECT_EQ(error_of([&] { r.number("sm", NumberRule::positive_whole); }),
+            "gpu.json: sm: expected a whole number >= 1, found 131.5");
+  EXPECT_EQ(error_of([&] { r.number("eff", NumberRule::fraction); }), "gpu.json: eff: expected a fraction in (0, 1], found 0");
+  EXPECT_EQ(r.number("ok", NumberRule::positive_whole), 132);
 }
 
 TEST(JsonReader, EachKindOfBadInputNamesFileKeyAndExpectation) {
@@ -40,16 +50,19 @@ TEST(JsonReader, EachKindOfBadInputNamesFileKeyAndExpectation) {
       "nosrc": {"value": 1, "source": ""}, "extra": 1, "inner": {"deep": "x"}, "list": [1]})");
   JsonReader r(j, "p.json", "cluster");
   EXPECT_EQ(error_of([&] { r.integer("missing"); }), "p.json: cluster.missing: missing key");
-  EXPECT_EQ(error_of([&] { r.integer("a"); }), "p.json: cluster.a: expected an integer in [0, inf), got \"text\"");
-  EXPECT_EQ(error_of([&] { r.integer("neg"); }), "p.json: cluster.neg: expected an integer in [0, inf), got -3");
-  EXPECT_EQ(error_of([&] { r.number("frac", 0, 1); }), "p.json: cluster.frac: expected a number in [0, 1], got 1.5");
+  EXPECT_EQ(error_of([&] { r.integer("a"); }), "p.json: cluster.a: expected an integer in [0, inf), found string \"text\"");
+  EXPECT_EQ(error_of([&] { r.integer("neg"); }), "p.json: cluster.neg: expected an integer in [0, inf), found -3");
+  EXPECT_EQ(error_of([&] { r.number("frac", NumberRule::fraction); }),
+            "p.json: cluster.frac: expected a fraction in (0, 1], found 1.5");
+  EXPECT_EQ(error_of([&] { r.number("neg", NumberRule::non_negative); }), "p.json: cluster.neg: expected a number >= 0, found -3");
+  EXPECT_EQ(error_of([&] { r.number("a", NumberRule::positive); }), "p.json: cluster.a: expected a number > 0, found string \"text\"");
   EXPECT_EQ(error_of([&] { r.sourced("bw"); }), "p.json: cluster.bw.source: missing key");
   EXPECT_NE(error_of([&] { r.sourced("nosrc"); }).find("cluster.nosrc.source: expected a non-empty string"),
             std::string::npos);
   EXPECT_EQ(error_of([&] { r.object("inner").integer("deep"); }),
-            "p.json: cluster.inner.deep: expected an integer in [0, inf), got \"x\"");
+            "p.json: cluster.inner.deep: expected an integer in [0, inf), found string \"x\"");
   EXPECT_EQ(error_of([&] { r.objects("list"); }), "p.json: cluster.list[0]: expected an object");
-  EXPECT_EQ(error_of([&] { r.boolean("a"); }), "p.json: cluster.a: expected true or false, got \"text\"");
+  EXPECT_EQ(error_of([&] { r.boolean("a"); }), "p.json: cluster.a: expected true or false, found string \"text\"");
   EXPECT_EQ(error_of([&] { r.finish(); }), "p.json: cluster.extra: unknown key");
 }
 
