@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <ostream>
 
+#include "emu/validate/fabric_rows.h"
 #include "emu/validate/fakegpu_rows.h"
 
 namespace nvl::emu {
@@ -26,6 +27,7 @@ std::vector<CalibrationRow> CalibrationSuite::run(const std::string& only) const
 CalibrationSuite default_calibration_suite() {
   CalibrationSuite suite;
   // Each part registers its provider here as its issue lands.
+  suite.add("fabric", fabric_calibration_rows);
   suite.add("fakegpu", fakegpu_calibration_rows);
   return suite;
 }

@@ -16,6 +16,10 @@ namespace nvl::hal {
 
 enum class CollectiveKind : std::uint8_t { all_to_all, all_reduce, all_gather, reduce_scatter, broadcast, send_recv };
 
+// all_to_all: which kernel carries it, so its overheads can be those of that kernel (the MoE combine
+// reduces the top-k partial outputs as they arrive). plain: a generic exchange.
+enum class AllToAllRole : std::uint8_t { plain, moe_dispatch, moe_combine };
+
 // One member's part of a collective call. Members of one call pass the same kind, name and bytes.
 struct CollectiveOp {
   CollectiveKind kind = CollectiveKind::all_reduce;
@@ -29,6 +33,7 @@ struct CollectiveOp {
   std::vector<std::uint64_t> send_bytes;
   int root = 0;   // broadcast: the member rank that holds the data
   int peer = -1;  // send_recv: the member rank on the other side
+  AllToAllRole role = AllToAllRole::plain;  // all_to_all only
 };
 
 // Completion of one member's part: null on success, otherwise why it failed.

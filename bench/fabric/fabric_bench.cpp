@@ -1,0 +1,87 @@
+// Fabric speed: flow recomputes per second with N concurrent flows on the NVL72 topology, and the host
+// time to price one EP64 dispatch of 128 tokens per rank (first time, and from the signature cache).
+#include <benchmark/benchmark.h>
+
+#include "emu/rt/virtual_runtime.h"
+#include "fabric/fabric_collectives.h"
+#include "fabric/probe.h"
+#include "fabric/profile_loader.h"
+
+using namespace nvl;
+
+namespace {
+
+const fabric::ClusterSpec& rack() {
+  static const fabric::ClusterSpec spec = fabric::make_cluster("gb300-nvl72", 1);
+  return spec;
+}
+
+// N long flows between pseudo-random GPU pairs (fixed LCG: deterministic), half over NVLink and half over
+// the NICs; each iteration adds one flow and recomputes its component, then removes it and recomputes again.
+void BM_FlowRecompute(benchmark::State& state) {
+  rt::VirtualRuntime rt;
+  fabric::Fabric fab(rt, rack(), fabric::FabricOptions{rt::Duration()});
+  std::uint64_t x = 12345;
+  auto next = [&] {
+    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+    return static_cast<int>((x >> 33) % 72);
+  };
+  const auto n = state.range(0);
+  for (std::int64_t i = 0; i < n; ++i) {
+    const int a = next();
+    int b = next();
+    if (b == a) b = (a + 1) % 72;
+    const auto path = (i % 2 == 0) ? hal::RdmaPath::nvlink : hal::RdmaPath::scale_out;
+    const auto r = fab.route(fabric::Endpoint::gpu(a), fabric::Endpoint::gpu(b), path);
+    fab.flows().start(r.channels, 1e15, r.latency, [](int) {});
+  }
+  fab.flows().recompute_now();
+  const auto probe = fab.route(fabric::Endpoint::gpu(0), fabric::Endpoint::gpu(1), hal::RdmaPath::nvlink);
+  const std::uint64_t before = fab.flows().recomputes();
+  for (auto _ : state) {
+    fab.flows().set_capacity(probe.channels[0], fab.nominal_capacity(probe.channels[0]) * 0.5);
+    fab.flows().recompute_now();
+    fab.flows().set_capacity(probe.channels[0], fab.nominal_capacity(probe.channels[0]));
+    fab.flows().recompute_now();
+  }
+  state.counters["recomputes_per_s"] =
+      benchmark::Counter(static_cast<double>(fab.flows().recomputes() - before), benchmark::Counter::kIsRate);
+  state.counters["flows"] = static_cast<double>(fab.flows().active());
+}
+BENCHMARK(BM_FlowRecompute)->Arg(1000)->Arg(10000)->Unit(benchmark::kMicrosecond);
+
+std::vector<hal::DeviceId> ep64() {
+  std::vector<hal::DeviceId> m(64);
+  for (int i = 0; i < 64; ++i) m[static_cast<std::size_t>(i)] = i;
+  return m;
+}
+
+// One EP64 dispatch of 128 tokens per rank (BF16 hidden 7168, top-8), arrivals and completion events
+// included. cached: the group has priced this signature before (the steady state inside a decode graph).
+void BM_Ep64Dispatch(benchmark::State& state) {
+  const bool cached = state.range(0) != 0;
+  const auto ops = fabric::uniform_all_to_all(64, 128 * 8 * 14336 / 64, hal::AllToAllRole::moe_dispatch);
+  rt::VirtualRuntime rt;
+  fabric::Fabric fab(rt, rack(), fabric::FabricOptions{rt::Duration()});
+  fabric::FabricCollectives coll(fab);
+  auto group = coll.create_group("ep64", ep64());
+  for (auto _ : state) {
+    if (!cached) {
+      state.PauseTiming();
+      group = coll.create_group("ep64", ep64());
+      state.ResumeTiming();
+    }
+    for (int r = 0; r < 64; ++r) group->arrive(r, ops[static_cast<std::size_t>(r)], [](const hal::HalError*) {});
+    rt.run();
+  }
+}
+BENCHMARK(BM_Ep64Dispatch)->Arg(0)->Arg(1)->ArgName("cached")->Unit(benchmark::kMicrosecond);
+
+// The same dispatch as 4,032 live flows (the exact path, as when faults or other traffic are present).
+void BM_Ep64DispatchExact(benchmark::State& state) {
+  const auto ops = fabric::uniform_all_to_all(64, 128 * 8 * 14336 / 64, hal::AllToAllRole::moe_dispatch);
+  for (auto _ : state) benchmark::DoNotOptimize(fabric::time_collective(rack(), ep64(), ops, false));
+}
+BENCHMARK(BM_Ep64DispatchExact)->Unit(benchmark::kMillisecond);
+
+}  // namespace

@@ -1,0 +1,125 @@
+#include "fabric/collective_plan.h"
+
+#include <algorithm>
+#include <bit>
+
+namespace nvl::fabric {
+
+namespace {
+
+class Planner {
+ public:
+  Planner(const Fabric& f, const std::vector<hal::DeviceId>& m) : fabric_(f), members_(m) {}
+
+  void flow(int src, int dst, double bytes, double efficiency) {
+    if (bytes <= 0 || src == dst) return;
+    Route r = fabric_.route(Endpoint::gpu(members_[static_cast<std::size_t>(src)]),
+                            Endpoint::gpu(members_[static_cast<std::size_t>(dst)]), hal::RdmaPath::automatic);
+    max_latency_ = std::max(max_latency_, r.latency);
+    plan_.flows.push_back(PlannedFlow{src, dst, std::move(r.channels), bytes / efficiency, r.latency});
+  }
+  // NVLS: traffic between a member and the switch, on its NVLink channel up (to_switch) or down.
+  void switch_flow(int rank, bool to_switch, double bytes, double efficiency) {
+    if (bytes <= 0) return;
+    const GpuPorts& g = fabric_.topology().gpu(members_[static_cast<std::size_t>(rank)]);
+    const int ch = to_switch ? g.nvl_up : g.nvl_down;
+    if (fabric_.flows().capacity(ch) <= 0) throw fabric_.error_for_channel(ch, "nvls", members_[static_cast<std::size_t>(rank)]);
+    const rt::Duration lat = fabric_.topology().channels()[static_cast<std::size_t>(ch)].latency;
+    max_latency_ = std::max(max_latency_, lat * 2);
+    plan_.flows.push_back(PlannedFlow{rank, rank, {ch}, bytes / efficiency, lat});
+  }
+  CollectivePlan finish(std::string algorithm, rt::Duration overhead, rt::Duration sync) {
+    plan_.algorithm = std::move(algorithm);
+    plan_.overhead = overhead;
+    plan_.sync_latency = sync + max_latency_;
+    return std::move(plan_);
+  }
+
+ private:
+  const Fabric& fabric_;
+  const std::vector<hal::DeviceId>& members_;
+  CollectivePlan plan_;
+  rt::Duration max_latency_;
+};
+
+bool one_domain(const Fabric& f, const std::vector<hal::DeviceId>& m) {
+  return std::all_of(m.begin(), m.end(), [&](hal::DeviceId d) { return f.same_domain(d, m.front()); });
+}
+
+int ceil_log2(int n) { return n <= 1 ? 0 : static_cast<int>(std::bit_width(static_cast<unsigned>(n - 1))); }
+
+}  // namespace
+
+CollectivePlan plan_collective(const Fabric& fabric, const std::vector<hal::DeviceId>& members,
+                               const std::vector<hal::CollectiveOp>& ops) {
+  const CollectiveProfile& cp = fabric.profile().collectives;
+  const int n = static_cast<int>(members.size());
+  const hal::CollectiveOp& op = ops.front();
+  const double s = static_cast<double>(op.bytes);
+  const double dn = static_cast<double>(n);
+  const bool nvls = cp.nvls_available && one_domain(fabric, members) && n > 1 && op.bytes > cp.tree_max_bytes;
+  Planner p(fabric, members);
+  auto ring = [&](double per_rank, int steps, const char* name) {
+    for (int r = 0; r < n; ++r) p.flow(r, (r + 1) % n, per_rank, cp.ring.efficiency);
+    return p.finish(name, cp.ring.launch + cp.ring.per_step * steps, rt::Duration());
+  };
+  switch (op.kind) {
+    case hal::CollectiveKind::all_to_all: {
+      const AllToAllKernel& k = op.role == hal::AllToAllRole::moe_dispatch  ? cp.a2a_dispatch
+                                : op.role == hal::AllToAllRole::moe_combine ? cp.a2a_combine
+                                                                            : cp.a2a_plain;
+      for (int i = 0; i < n; ++i) {
+        for (int j = 0; j < n; ++j) p.flow(i, j, static_cast<double>(ops[static_cast<std::size_t>(i)].send_bytes[static_cast<std::size_t>(j)]), k.efficiency);
+      }
+      return p.finish("one-sided", k.launch + k.per_peer * (n - 1), k.sync);
+    }
+    case hal::CollectiveKind::all_reduce:
+      if (op.bytes <= cp.tree_max_bytes || n <= 2) {
+        for (int r = 1; r < n; ++r) {
+          p.flow(r, (r - 1) / 2, s, cp.tree.efficiency);
+          p.flow((r - 1) / 2, r, s, cp.tree.efficiency);
+        }
+        return p.finish("tree", cp.tree.launch + cp.tree.per_step * (2 * ceil_log2(n)), rt::Duration());
+      }
+      if (nvls) {
+        // Reduce-scatter through the switch (every member sends all, gets its reduced share back),
+        // then all-gather by multicast (every member sends its share, gets the whole).
+        for (int r = 0; r < n; ++r) {
+          p.switch_flow(r, true, s * (1 + 1 / dn), cp.nvls.efficiency);
+          p.switch_flow(r, false, s * (1 + 1 / dn), cp.nvls.efficiency);
+        }
+        return p.finish("nvls", cp.nvls.launch + cp.nvls.per_step * 2, rt::Duration());
+      }
+      return ring(2 * (dn - 1) / dn * s, 2 * (n - 1), "ring");
+    case hal::CollectiveKind::all_gather:
+      if (nvls) {
+        for (int r = 0; r < n; ++r) {
+          p.switch_flow(r, true, s / dn, cp.nvls.efficiency);
+          p.switch_flow(r, false, s * (dn - 1) / dn, cp.nvls.efficiency);
+        }
+        return p.finish("nvls", cp.nvls.launch + cp.nvls.per_step, rt::Duration());
+      }
+      return ring((dn - 1) / dn * s, n - 1, "ring");
+    case hal::CollectiveKind::reduce_scatter:
+      if (nvls) {
+        for (int r = 0; r < n; ++r) {
+          p.switch_flow(r, true, s, cp.nvls.efficiency);
+          p.switch_flow(r, false, s / dn, cp.nvls.efficiency);
+        }
+        return p.finish("nvls", cp.nvls.launch + cp.nvls.per_step, rt::Duration());
+      }
+      return ring((dn - 1) / dn * s, n - 1, "ring");
+    case hal::CollectiveKind::broadcast:
+      for (int k = 0; k + 1 < n; ++k) p.flow((op.root + k) % n, (op.root + k + 1) % n, s, cp.ring.efficiency);
+      return p.finish("chain", cp.ring.launch + cp.ring.per_step * (n - 1), rt::Duration());
+    case hal::CollectiveKind::send_recv:
+      for (int r = 0; r < n; ++r) {
+        const auto& o = ops[static_cast<std::size_t>(r)];
+        if (o.peer >= 0) p.flow(r, o.peer, static_cast<double>(o.bytes), cp.ring.efficiency);
+      }
+      return p.finish("direct", cp.ring.launch, rt::Duration());
+  }
+  return p.finish("none", rt::Duration(), rt::Duration());
+}
+
+}  // namespace nvl::fabric

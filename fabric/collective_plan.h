@@ -1,0 +1,35 @@
+#pragma once
+// How a collective becomes flows on the topology, following what NCCL, DeepEP and TensorRT-LLM do:
+// all-to-all as direct one-sided writes between every pair; all-reduce as a tree for small buffers,
+// NVLS (NVLink SHARP: reduction in the NVSwitch) inside one NVLink domain, else a ring; all-gather and
+// reduce-scatter as NVLS or ring; broadcast as a pipelined chain; send/recv as one flow per sender.
+#include <string>
+#include <vector>
+
+#include "engine/hal/collectives.h"
+#include "fabric/fabric.h"
+
+namespace nvl::fabric {
+
+struct PlannedFlow {
+  int src_rank;
+  int dst_rank;  // equal to src_rank for a flow to or from the switch (NVLS)
+  std::vector<int> channels;
+  double wire_bytes;
+  rt::Duration latency;
+};
+
+struct CollectivePlan {
+  std::string algorithm;  // "one-sided", "ring", "tree", "nvls", "chain", "direct"
+  rt::Duration overhead;  // launch and setup before data moves
+  // No member completes before overhead + sync_latency: the flags or barrier that every member waits for,
+  // overlapping the data.
+  rt::Duration sync_latency;
+  std::vector<PlannedFlow> flows;
+};
+
+// ops[r] is member r's part; they have been checked to agree. Throws hal::HalError when a route is down.
+CollectivePlan plan_collective(const Fabric& fabric, const std::vector<hal::DeviceId>& members,
+                               const std::vector<hal::CollectiveOp>& ops);
+
+}  // namespace nvl::fabric

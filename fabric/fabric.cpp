@@ -1,0 +1,212 @@
+#include "fabric/fabric.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace nvl::fabric {
+
+namespace {
+std::vector<double> nominal_capacities(const Topology& t) {
+  std::vector<double> cap(t.channels().size(), 0.0);
+  for (std::size_t c = 0; c < cap.size(); ++c) {
+    for (int l : t.channels()[c].links) cap[c] += t.links()[static_cast<std::size_t>(l)].bytes_per_s;
+  }
+  return cap;
+}
+}  // namespace
+
+Fabric::Fabric(rt::Runtime& rt, ClusterSpec spec, FabricOptions opts)
+    : rt_(rt),
+      topo_(spec),
+      nominal_(nominal_capacities(topo_)),
+      flows_(rt, nominal_, opts.usage_interval),
+      link_down_(topo_.links().size(), 0),
+      link_factor_(topo_.links().size(), 1.0),
+      element_down_(topo_.elements().size(), 0),
+      reserved_until_(topo_.channels().size(), 0),
+      partition_side_(static_cast<std::size_t>(topo_.host_count()), -1) {}
+
+bool Fabric::same_domain(hal::DeviceId a, hal::DeviceId b) const { return topo_.gpu(a).unit == topo_.gpu(b).unit; }
+
+hal::HostId Fabric::host_of(const Endpoint& e) const {
+  return e.kind == Endpoint::Kind::host ? e.index : topo_.gpu(e.index).host;
+}
+
+int Fabric::nic_of(const Endpoint& e) const {
+  if (e.nic >= 0) {
+    if (e.nic >= topo_.nic_count()) throw std::invalid_argument("NIC index " + std::to_string(e.nic) + " out of range");
+    return e.nic;
+  }
+  if (e.kind == Endpoint::Kind::gpu) return topo_.gpu(e.index).nic;
+  const auto& nics = topo_.host(e.index).nics;
+  if (nics.empty()) throw std::invalid_argument("host " + std::to_string(e.index) + " has no NIC");
+  return nics.front();
+}
+
+void Fabric::append_nic_path(Route& r, const Endpoint& e, bool outbound) const {
+  const NicPorts& n = topo_.nic(nic_of(e));
+  const PcieSwitchPorts& nsw = topo_.pcie_switch(n.pcie_switch);
+  std::vector<int> part;  // outbound order: endpoint -> NIC
+  if (e.kind == Endpoint::Kind::gpu) {
+    const GpuPorts& g = topo_.gpu(e.index);
+    if (outbound) {
+      part = {g.pcie_up};
+      if (g.pcie_switch != n.pcie_switch) {
+        part.push_back(topo_.pcie_switch(g.pcie_switch).to_host);
+        part.push_back(nsw.from_host);
+      }
+      part.push_back(n.pcie_down);
+    } else {
+      part = {n.pcie_up};
+      if (g.pcie_switch != n.pcie_switch) {
+        part.push_back(nsw.to_host);
+        part.push_back(topo_.pcie_switch(g.pcie_switch).from_host);
+      }
+      part.push_back(g.pcie_down);
+    }
+  } else {
+    part = outbound ? std::vector<int>{nsw.from_host, n.pcie_down} : std::vector<int>{n.pcie_up, nsw.to_host};
+  }
+  r.channels.insert(r.channels.end(), part.begin(), part.end());
+}
+
+Route Fabric::route(const Endpoint& src, const Endpoint& dst, hal::RdmaPath path) const {
+  const bool both_gpus = src.kind == Endpoint::Kind::gpu && dst.kind == Endpoint::Kind::gpu;
+  Route r;
+  bool nvlink_possible = false;
+  if (both_gpus) {
+    nvlink_possible = same_domain(src.index, dst.index);
+  } else if (src.kind != dst.kind) {
+    const Endpoint& g = src.kind == Endpoint::Kind::gpu ? src : dst;
+    const Endpoint& h = src.kind == Endpoint::Kind::host ? src : dst;
+    nvlink_possible = topo_.gpu(g.index).host == h.index;
+  }
+  const bool use_nvlink = path == hal::RdmaPath::nvlink || (path == hal::RdmaPath::automatic && nvlink_possible);
+  const std::string op = "route";
+  if (use_nvlink) {
+    if (!nvlink_possible) {
+      throw hal::HalError(src.kind == Endpoint::Kind::gpu ? src.index : -1, op, hal::Xid::none,
+                          "no NVLink path between the endpoints: they are not in one NVLink domain");
+    }
+    r.nvlink = true;
+    if (both_gpus) {
+      if (src.index != dst.index) r.channels = {topo_.gpu(src.index).nvl_up, topo_.gpu(dst.index).nvl_down};
+    } else {
+      const bool to_host = dst.kind == Endpoint::Kind::host;
+      const GpuPorts& g = topo_.gpu(to_host ? src.index : dst.index);
+      const HostPorts& h = topo_.host(to_host ? dst.index : src.index);
+      if (h.c2c_up >= 0) {
+        r.channels = {to_host ? h.c2c_up : h.c2c_down};
+      } else {
+        const PcieSwitchPorts& sw = topo_.pcie_switch(g.pcie_switch);
+        r.channels = to_host ? std::vector<int>{g.pcie_up, sw.to_host} : std::vector<int>{sw.from_host, g.pcie_down};
+      }
+    }
+  } else {
+    const hal::HostId hs = host_of(src);
+    const hal::HostId hd = host_of(dst);
+    if (partitioned(hs, hd)) {
+      throw hal::HalError(src.kind == Endpoint::Kind::gpu ? src.index : -1, op, hal::Xid::none,
+                          "network partition between " + topo_.elements()[static_cast<std::size_t>(topo_.host(hs).element)].name +
+                              " and " + topo_.elements()[static_cast<std::size_t>(topo_.host(hd).element)].name);
+    }
+    const NicPorts& ns = topo_.nic(nic_of(src));
+    const NicPorts& nd = topo_.nic(nic_of(dst));
+    append_nic_path(r, src, true);
+    r.channels.push_back(ns.tx);
+    if (ns.leaf != nd.leaf) {
+      r.channels.push_back(topo_.leaf(ns.leaf).up);
+      r.channels.push_back(topo_.leaf(nd.leaf).down);
+    }
+    r.channels.push_back(nd.rx);
+    append_nic_path(r, dst, false);
+  }
+  for (int c : r.channels) r.latency += topo_.channels()[static_cast<std::size_t>(c)].latency;
+  check(r, src, op);
+  return r;
+}
+
+void Fabric::check(const Route& r, const Endpoint& src, const std::string& op) const {
+  for (int c : r.channels) {
+    if (flows_.capacity(c) <= 0) throw error_for_channel(c, op, src.kind == Endpoint::Kind::gpu ? src.index : -1);
+  }
+}
+
+void Fabric::transfer(const Endpoint& src, const Endpoint& dst, std::uint64_t bytes, hal::RdmaPath path,
+                      double efficiency, rt::Duration overhead, const std::string& op, TransferDone done) {
+  Route r;
+  try {
+    r = route(src, dst, path);
+  } catch (const hal::HalError& e) {
+    rt_.call_after(rt::Duration(), [e, done = std::move(done)] { done(&e); });
+    return;
+  }
+  const hal::DeviceId device = src.kind == Endpoint::Kind::gpu ? src.index : -1;
+  auto finish = [this, op, device, done = std::move(done)](int failed) {
+    if (failed == FlowModel::kNoFailure) {
+      done(nullptr);
+    } else {
+      const hal::HalError e = error_for_channel(failed, op, device);
+      done(&e);
+    }
+  };
+  const double wire = static_cast<double>(bytes) / efficiency;
+  rt_.call_after(overhead, [this, r = std::move(r), wire, finish = std::move(finish)]() mutable {
+    flows_.start(std::move(r.channels), wire, r.latency, std::move(finish));
+  });
+}
+
+bool Fabric::healthy(int channel) const { return flows_.capacity(channel) == nominal_capacity(channel); }
+
+bool Fabric::idle(int channel, rt::Time at) const {
+  return flows_.flows_on(channel) == 0 && reserved_until_[static_cast<std::size_t>(channel)] <= at.ns();
+}
+
+std::uint64_t Fabric::hold(std::vector<int> channels, rt::Time until, HoldLost lost) {
+  for (int c : channels) {
+    auto& r = reserved_until_[static_cast<std::size_t>(c)];
+    r = std::max(r, until.ns());
+  }
+  const std::uint64_t id = next_hold_++;
+  holds_.emplace(id, Hold{std::move(channels), std::move(lost)});
+  return id;
+}
+
+void Fabric::release(std::uint64_t hold_id) { holds_.erase(hold_id); }
+
+std::string Fabric::describe_down(int channel) const {
+  const Channel& ch = topo_.channels()[static_cast<std::size_t>(channel)];
+  for (int l : ch.links) {
+    const Link& k = topo_.links()[static_cast<std::size_t>(l)];
+    for (int e : {k.a, k.b}) {
+      if (element_down_[static_cast<std::size_t>(e)]) {
+        return topo_.elements()[static_cast<std::size_t>(e)].name + " is down (" + ch.name + ")";
+      }
+    }
+  }
+  std::string first;
+  int down = 0;
+  for (int l : ch.links) {
+    if (!link_up(l)) {
+      if (first.empty()) first = topo_.links()[static_cast<std::size_t>(l)].name;
+      ++down;
+    }
+  }
+  if (first.empty()) return ch.name + " has no capacity";
+  if (ch.links.size() == 1) return "link " + first + " is down";
+  return "link " + first + " is down, with all " + std::to_string(down) + " parallel links of " + ch.name;
+}
+
+hal::HalError Fabric::error_for_channel(int channel, const std::string& op, hal::DeviceId device) const {
+  const Channel& ch = topo_.channels()[static_cast<std::size_t>(channel)];
+  const bool nvlink = !ch.links.empty() && topo_.links()[static_cast<std::size_t>(ch.links.front())].kind == LinkKind::nvlink;
+  return hal::HalError(device, op, nvlink ? hal::Xid::nvlink_error : hal::Xid::none, describe_down(channel));
+}
+
+bool Fabric::partitioned(hal::HostId a, hal::HostId b) const {
+  const int sa = partition_side_[static_cast<std::size_t>(a)];
+  const int sb = partition_side_[static_cast<std::size_t>(b)];
+  return sa >= 0 && sb >= 0 && sa != sb;
+}
+
+}  // namespace nvl::fabric

@@ -1,0 +1,118 @@
+#pragma once
+// The emulated interconnect of one cluster: its topology, the flow model over its channels, routing
+// (NVLink inside a domain, NICs and the leaf/spine network across), and link faults. Transfers complete
+// through runtime callbacks; the HAL implementations (messages, RDMA, collectives) build on it.
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "emu/rt/runtime.h"
+#include "engine/hal/hal_error.h"
+#include "engine/hal/rdma.h"
+#include "fabric/flow_model.h"
+#include "fabric/topology.h"
+
+namespace nvl::fabric {
+
+// One end of a transfer: a GPU's HBM or a host's memory. nic: the cluster NIC index the transfer leaves
+// or enters by over the scale-out network; -1 takes the GPU's own NIC or the host's first.
+struct Endpoint {
+  enum class Kind : std::uint8_t { gpu, host };
+  Kind kind = Kind::gpu;
+  int index = 0;
+  int nic = -1;
+  static Endpoint gpu(hal::DeviceId d) { return Endpoint{Kind::gpu, d, -1}; }
+  static Endpoint host(hal::HostId h, int nic = -1) { return Endpoint{Kind::host, h, nic}; }
+};
+
+struct Route {
+  std::vector<int> channels;
+  rt::Duration latency;
+  bool nvlink = false;  // inside the NVLink domain (NVLink or C2C)
+};
+
+struct FabricOptions {
+  rt::Duration usage_interval = rt::us(100);  // link utilisation buckets; zero: off
+};
+
+using TransferDone = std::function<void(const hal::HalError* error)>;
+
+class Fabric {
+ public:
+  Fabric(rt::Runtime& rt, ClusterSpec spec, FabricOptions opts = {});
+
+  rt::Runtime& runtime() { return rt_; }
+  const Topology& topology() const { return topo_; }
+  const NodeProfile& profile() const { return topo_.spec().node; }
+  FlowModel& flows() { return flows_; }
+  const FlowModel& flows() const { return flows_; }
+
+  bool same_domain(hal::DeviceId a, hal::DeviceId b) const;
+  hal::HostId host_of(const Endpoint& e) const;
+  // The path from src to dst; throws hal::HalError naming the link, NIC or partition in the way.
+  Route route(const Endpoint& src, const Endpoint& dst, hal::RdmaPath path) const;
+
+  // Moves `bytes` from src to dst. The flow carries bytes / efficiency on the wire (the achievable share
+  // of link bandwidth) after `overhead` (posting, launch); done runs when the last byte has arrived.
+  void transfer(const Endpoint& src, const Endpoint& dst, std::uint64_t bytes, hal::RdmaPath path, double efficiency,
+                rt::Duration overhead, const std::string& op, TransferDone done);
+
+  // A channel at its nominal capacity (no lane down or degraded) and, from `at` on, not reserved by a
+  // collective priced on the fast path.
+  bool healthy(int channel) const;
+  bool idle(int channel, rt::Time at) const;
+  // A collective priced analytically holds these channels until `until`; if one of them loses all its
+  // capacity before release(), `lost` runs with that channel (the collective then fails).
+  using HoldLost = std::function<void(int channel)>;
+  std::uint64_t hold(std::vector<int> channels, rt::Time until, HoldLost lost);
+  void release(std::uint64_t hold_id);
+  double nominal_capacity(int channel) const { return nominal_[static_cast<std::size_t>(channel)]; }
+  // Why a channel carries nothing: "link A<->B is down", "NIC X is down".
+  std::string describe_down(int channel) const;
+  hal::HalError error_for_channel(int channel, const std::string& op, hal::DeviceId device) const;
+
+  // Faults, each recorded in the event log. Names are element names ("rack0/tray3/gpu2",
+  // "rack0/nvswitch5", "rack0/tray3/nic1"); unknown names or unconnected pairs are std::invalid_argument.
+  void set_link_down(std::string_view a, std::string_view b, bool down);
+  // factor in (0, 1]: the links between a and b run at that share of their bandwidth; 1 restores.
+  void degrade_link(std::string_view a, std::string_view b, double factor);
+  // Down for `down_for`, up for `up_for`, `cycles` times, starting now.
+  void flap_link(std::string_view a, std::string_view b, rt::Duration down_for, rt::Duration up_for, int cycles);
+  // A whole element down (a NIC, an NVSwitch chip, a leaf, a spine): every link touching it.
+  void set_element_down(std::string_view name, bool down);
+  // Hosts in `a` cannot reach hosts in `b` over the scale-out network (messages and RDMA through NICs).
+  void partition(const std::vector<hal::HostId>& a, const std::vector<hal::HostId>& b);
+  void heal_partition();
+  bool partitioned(hal::HostId a, hal::HostId b) const;
+
+ private:
+  bool link_up(int link) const;
+  void update_channel(int channel);
+  void update_links(const std::vector<int>& links);
+  int element_or_throw(std::string_view name) const;
+  std::vector<int> links_or_throw(std::string_view a, std::string_view b) const;
+  void check(const Route& r, const Endpoint& src, const std::string& op) const;
+  void append_nic_path(Route& r, const Endpoint& e, bool outbound) const;
+  int nic_of(const Endpoint& e) const;
+
+  rt::Runtime& rt_;
+  Topology topo_;
+  std::vector<double> nominal_;
+  FlowModel flows_;
+  std::vector<char> link_down_;
+  std::vector<double> link_factor_;
+  std::vector<char> element_down_;
+  struct Hold {
+    std::vector<int> channels;  // sorted
+    HoldLost lost;
+  };
+  std::vector<std::int64_t> reserved_until_;
+  std::map<std::uint64_t, Hold> holds_;
+  std::uint64_t next_hold_ = 1;
+  std::vector<int> partition_side_;  // per host: -1 none, 0 or 1
+};
+
+}  // namespace nvl::fabric

@@ -1,0 +1,35 @@
+#pragma once
+// hal::Network on the emulated fabric: a message from host A to host B crosses A's NIC, the leaf/spine
+// network and B's NIC. Its latency is the profile's per-message software overhead plus the path's hop
+// latencies plus its size at the path's narrowest bandwidth. Control messages are small, so they do not
+// enter the flow model (they neither slow nor are slowed by bulk traffic); partitions, NIC and link
+// faults do stop them.
+#include <map>
+
+#include "engine/hal/network.h"
+#include "fabric/fabric.h"
+
+namespace nvl::fabric {
+
+class HostNetwork final : public hal::Network {
+ public:
+  explicit HostNetwork(Fabric& fabric) : fabric_(fabric) {}
+
+  void listen(hal::Address at, hal::MessageHandler handler) override;
+  void unlisten(hal::Address at) override;
+  void send(hal::Address from, hal::Address to, std::string payload, hal::SendDone done = {}) override;
+  int host_count() const override { return fabric_.topology().host_count(); }
+
+  std::uint64_t delivered() const { return delivered_; }
+  std::uint64_t lost() const { return lost_; }
+
+ private:
+  void lose(const hal::HalError& e, const hal::SendDone& done);
+
+  Fabric& fabric_;
+  std::map<hal::Address, hal::MessageHandler> handlers_;
+  std::uint64_t delivered_ = 0;
+  std::uint64_t lost_ = 0;
+};
+
+}  // namespace nvl::fabric

@@ -1,0 +1,43 @@
+#include "fabric/probe.h"
+
+#include <algorithm>
+#include <optional>
+
+#include "emu/rt/virtual_runtime.h"
+#include "fabric/fabric_collectives.h"
+
+namespace nvl::fabric {
+
+std::vector<hal::CollectiveOp> uniform_all_to_all(int members, std::uint64_t bytes_per_pair, hal::AllToAllRole role) {
+  std::vector<hal::CollectiveOp> ops(static_cast<std::size_t>(members));
+  for (int r = 0; r < members; ++r) {
+    auto& op = ops[static_cast<std::size_t>(r)];
+    op.kind = hal::CollectiveKind::all_to_all;
+    op.name = role == hal::AllToAllRole::moe_combine ? "combine" : "dispatch";
+    op.role = role;
+    op.send_bytes.assign(static_cast<std::size_t>(members), bytes_per_pair);
+    op.send_bytes[static_cast<std::size_t>(r)] = 0;
+  }
+  return ops;
+}
+
+rt::Duration time_collective(const ClusterSpec& spec, const std::vector<hal::DeviceId>& members,
+                             const std::vector<hal::CollectiveOp>& ops, bool fast_path) {
+  rt::VirtualRuntime rt;
+  Fabric fabric(rt, spec, FabricOptions{rt::Duration()});
+  FabricCollectives collectives(fabric, CollectivesOptions{fast_path});
+  auto group = collectives.create_group("probe", members);
+  rt::Time last;
+  std::optional<hal::HalError> failure;
+  for (std::size_t r = 0; r < ops.size(); ++r) {
+    group->arrive(static_cast<int>(r), ops[r], [&](const hal::HalError* e) {
+      if (e != nullptr && !failure) failure.emplace(*e);
+      last = std::max(last, rt.now());
+    });
+  }
+  rt.run();
+  if (failure) throw *failure;
+  return last - rt::Time::zero();
+}
+
+}  // namespace nvl::fabric

@@ -1,0 +1,21 @@
+#pragma once
+// Runs one collective or transfer on a fresh fabric in a VirtualRuntime and reports how long it took: the
+// measurement behind calibration rows, tests and benchmarks (the published configuration, run through the
+// fabric itself rather than a formula beside it).
+#include <cstdint>
+#include <vector>
+
+#include "engine/hal/collectives.h"
+#include "fabric/profile.h"
+
+namespace nvl::fabric {
+
+// Every member sends `bytes_per_pair` to every other member (the matrix a uniform top-k routing gives).
+std::vector<hal::CollectiveOp> uniform_all_to_all(int members, std::uint64_t bytes_per_pair, hal::AllToAllRole role);
+
+// Time from the moment all members arrive (together, at t = 0) to the last member's completion.
+// Throws the collective's hal::HalError if it fails.
+rt::Duration time_collective(const ClusterSpec& spec, const std::vector<hal::DeviceId>& members,
+                             const std::vector<hal::CollectiveOp>& ops, bool fast_path = true);
+
+}  // namespace nvl::fabric

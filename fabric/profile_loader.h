@@ -1,0 +1,22 @@
+#pragma once
+// Loads node/rack profiles, scale-out network profiles and cluster descriptions from JSON. Every problem
+// (unknown or missing key, wrong type, negative number) is an rt::InputError naming file and key path.
+#include <string>
+
+#include "fabric/profile.h"
+
+namespace nvl::fabric {
+
+// fabric/profiles in the source tree (set at build time; NVL_FABRIC_PROFILE_DIR overrides it).
+std::string default_profile_dir();
+
+NodeProfile load_node_profile(const std::string& file);
+ScaleOutProfile load_scaleout_profile(const std::string& file);
+// {"node_profile": name, "units": n, "scale_out": name}; names are files <dir>/<name>.json, where dir is
+// profile_dir (default_profile_dir() when empty).
+ClusterSpec load_cluster(const std::string& file, const std::string& profile_dir = "");
+// The same from names, without a cluster file.
+ClusterSpec make_cluster(const std::string& node_profile, int units, const std::string& scale_out = "leaf-spine",
+                         const std::string& profile_dir = "");
+
+}  // namespace nvl::fabric

@@ -1,0 +1,192 @@
+#include <functional>
+
+#include <gtest/gtest.h>
+
+#include "emu/rt/virtual_runtime.h"
+#include "fabric/fabric_collectives.h"
+#include "fabric/probe.h"
+#include "fabric/profile_loader.h"
+
+using namespace nvl;
+
+namespace {
+
+std::vector<hal::DeviceId> ranks(int n, int first = 0) {
+  std::vector<hal::DeviceId> m;
+  for (int i = 0; i < n; ++i) m.push_back(first + i);
+  return m;
+}
+
+std::vector<hal::CollectiveOp> same_op(int n, hal::CollectiveKind kind, std::uint64_t bytes) {
+  hal::CollectiveOp op;
+  op.kind = kind;
+  op.name = "op";
+  op.bytes = bytes;
+  return std::vector<hal::CollectiveOp>(static_cast<std::size_t>(n), op);
+}
+
+// Fast and exact paths agree within this share on healthy, symmetric cases (they differ only by the
+// nanosecond rounding of each rate phase).
+constexpr double kPathTolerance = 1e-3;
+
+void expect_paths_agree(const fabric::ClusterSpec& spec, const std::vector<hal::DeviceId>& m,
+                        const std::vector<hal::CollectiveOp>& ops) {
+  const auto fast = fabric::time_collective(spec, m, ops, true);
+  const auto exact = fabric::time_collective(spec, m, ops, false);
+  EXPECT_GT(fast.ns(), 0);
+  EXPECT_NEAR(static_cast<double>(fast.ns()), static_cast<double>(exact.ns()), kPathTolerance * static_cast<double>(exact.ns()));
+}
+
+struct Rig {
+  rt::VirtualRuntime rt;
+  fabric::Fabric fab;
+  fabric::FabricCollectives coll;
+  explicit Rig(const std::string& profile = "gb300-nvl72", int units = 1, bool fast = true)
+      : fab(rt, fabric::make_cluster(profile, units)), coll(fab, fabric::CollectivesOptions{fast}) {}
+};
+
+}  // namespace
+
+TEST(Collectives, FastAndExactAgreeOnEp64Dispatch) {
+  const auto spec = fabric::make_cluster("gb300-nvl72", 1);
+  expect_paths_agree(spec, ranks(64), fabric::uniform_all_to_all(64, 128 * 8 * 14336 / 64, hal::AllToAllRole::moe_dispatch));
+}
+
+TEST(Collectives, FastAndExactAgreeOnMixedNvlinkAndRdmaAllToAll) {
+  // 16 ranks over two HGX nodes: 7 peers over NVLink, 8 over the NICs, finishing at different times.
+  const auto spec = fabric::make_cluster("hgx-h800", 2);
+  expect_paths_agree(spec, ranks(16), fabric::uniform_all_to_all(16, 1 << 20, hal::AllToAllRole::plain));
+}
+
+TEST(Collectives, FastAndExactAgreeOnRingNvlsTreeAndBroadcast) {
+  const auto rack = fabric::make_cluster("gb300-nvl72", 1);
+  expect_paths_agree(rack, ranks(8), same_op(8, hal::CollectiveKind::all_reduce, 256 << 20));  // NVLS
+  expect_paths_agree(rack, ranks(8), same_op(8, hal::CollectiveKind::all_reduce, 4096));       // tree
+  expect_paths_agree(rack, ranks(8), same_op(8, hal::CollectiveKind::all_gather, 64 << 20));
+  expect_paths_agree(rack, ranks(8), same_op(8, hal::CollectiveKind::broadcast, 64 << 20));
+  const auto two = fabric::make_cluster("hgx-h100", 2);
+  expect_paths_agree(two, ranks(16), same_op(16, hal::CollectiveKind::all_reduce, 64 << 20));  // ring across nodes
+}
+
+TEST(Collectives, IdenticalCallsArePricedOnce) {
+  Rig r;
+  auto g = r.coll.create_group("ep64", ranks(64));
+  const auto ops = fabric::uniform_all_to_all(64, 14336, hal::AllToAllRole::moe_dispatch);
+  // As in a decode graph: each rank arrives at the next call when its previous one is done.
+  int done = 0;
+  std::vector<int> calls(64, 0);
+  std::function<void(int)> next = [&](int rank) {
+    if (calls[static_cast<std::size_t>(rank)]++ == 150) return;
+    g->arrive(rank, ops[static_cast<std::size_t>(rank)], [&, rank](const hal::HalError* e) {
+      EXPECT_EQ(e, nullptr);
+      ++done;
+      next(rank);
+    });
+  };
+  for (int rank = 0; rank < 64; ++rank) next(rank);
+  r.rt.run();
+  EXPECT_EQ(done, 150 * 64);
+  const auto& s = static_cast<fabric::FabricCommGroup&>(*g).stats();
+  EXPECT_EQ(s.priced, 1u);
+  EXPECT_EQ(s.fast, 150u);
+}
+
+// Two VirtualRuntimes alive at once on one thread hang the loop (see the report), so reference times
+// are measured before the test's own runtime exists.
+TEST(Collectives, SlowMemberDelaysEveryone) {
+  const auto ops = fabric::uniform_all_to_all(8, 1 << 20, hal::AllToAllRole::moe_dispatch);
+  const auto alone = fabric::time_collective(fabric::make_cluster("gb300-nvl72", 1), ranks(8), ops);
+  Rig r;
+  auto g = r.coll.create_group("ep8", ranks(8));
+  std::vector<rt::Time> done(8);
+  for (int rank = 0; rank < 8; ++rank) {
+    const rt::Time at = rt::Time::zero() + (rank == 3 ? rt::us(500) : rt::Duration());
+    r.rt.call_at(at, [&, rank] {
+      g->arrive(rank, ops[static_cast<std::size_t>(rank)], [&, rank](const hal::HalError*) { done[static_cast<std::size_t>(rank)] = r.rt.now(); });
+    });
+  }
+  r.rt.run();
+  for (const auto& t : done) EXPECT_EQ(t, rt::Time::zero() + rt::us(500) + alone);
+}
+
+TEST(Collectives, CompetingTrafficTakesTheExactPathAndSlowsTheCollective) {
+  const auto ops = fabric::uniform_all_to_all(8, 64 << 20, hal::AllToAllRole::plain);
+  const auto alone = fabric::time_collective(fabric::make_cluster("gb300-nvl72", 1), ranks(8), ops);
+  Rig r;
+  auto g = r.coll.create_group("ep8", ranks(8));
+  // A long KV copy from GPU 0 to GPU 1 over NVLink occupies GPU 0's uplink.
+  r.fab.transfer(fabric::Endpoint::gpu(0), fabric::Endpoint::gpu(1), 10'000'000'000ULL, hal::RdmaPath::nvlink, 1.0,
+                 rt::Duration(), "kv", [](const hal::HalError*) {});
+  rt::Time last;
+  r.rt.call_at(rt::Time::from_ns(1000), [&] {
+    for (int rank = 0; rank < 8; ++rank) {
+      g->arrive(rank, ops[static_cast<std::size_t>(rank)], [&](const hal::HalError*) { last = std::max(last, r.rt.now()); });
+    }
+  });
+  r.rt.run();
+  const auto& s = static_cast<fabric::FabricCommGroup&>(*g).stats();
+  EXPECT_EQ(s.exact, 1u);
+  EXPECT_GT(last - rt::Time::from_ns(1000), alone + alone / 20);
+}
+
+TEST(Collectives, DownLinkFailsTheCallNamingIt) {
+  Rig r;
+  for (int s = 0; s < 18; ++s) r.fab.set_link_down("rack0/tray0/gpu1", "rack0/nvswitch" + std::to_string(s), true);
+  auto g = r.coll.create_group("ep4", ranks(4));
+  const auto ops = fabric::uniform_all_to_all(4, 1024, hal::AllToAllRole::moe_combine);
+  std::vector<std::string> errors;
+  for (int rank = 0; rank < 4; ++rank) {
+    g->arrive(rank, ops[static_cast<std::size_t>(rank)], [&](const hal::HalError* e) { errors.push_back(e ? e->what() : ""); });
+  }
+  r.rt.run();
+  ASSERT_EQ(errors.size(), 4u);
+  for (const auto& e : errors) EXPECT_NE(e.find("rack0/tray0/gpu1<->rack0/nvswitch0 is down"), std::string::npos) << e;
+}
+
+TEST(Collectives, LinkLostMidCollectiveFailsEveryMember) {
+  // On the fast path (priced, holding its links) and on the exact path (live flows) alike.
+  for (const bool fast : {true, false}) {
+    Rig r("gb300-nvl72", 1, fast);
+    auto g = r.coll.create_group("ep4", ranks(4));
+    const auto ops = fabric::uniform_all_to_all(4, 1 << 30, hal::AllToAllRole::plain);
+    std::vector<std::string> errors;
+    for (int rank = 0; rank < 4; ++rank) {
+      g->arrive(rank, ops[static_cast<std::size_t>(rank)], [&](const hal::HalError* e) { errors.push_back(e ? e->what() : ""); });
+    }
+    r.rt.call_at(rt::Time::from_ns(200'000), [&] { r.fab.set_element_down("rack0/nvswitch3", true); });
+    r.rt.call_at(rt::Time::from_ns(300'000), [&] { r.fab.set_element_down("rack0/tray0/gpu2", true); });
+    r.rt.run();
+    ASSERT_EQ(errors.size(), 4u) << fast;
+    for (const auto& e : errors) EXPECT_NE(e.find("rack0/tray0/gpu2 is down"), std::string::npos) << fast << ": " << e;
+  }
+}
+
+TEST(Collectives, DisagreeingMembersFail) {
+  Rig r;
+  auto g = r.coll.create_group("tp2", ranks(2));
+  auto ops = same_op(2, hal::CollectiveKind::all_reduce, 1024);
+  ops[1].bytes = 2048;
+  std::vector<std::string> errors;
+  for (int rank = 0; rank < 2; ++rank) {
+    g->arrive(rank, ops[static_cast<std::size_t>(rank)], [&](const hal::HalError* e) { errors.push_back(e ? e->what() : ""); });
+  }
+  r.rt.run();
+  ASSERT_EQ(errors.size(), 2u);
+  EXPECT_NE(errors[0].find("rank 1 arrived with all_reduce 'op' of 2048 bytes"), std::string::npos) << errors[0];
+  EXPECT_THROW(g->arrive(2, ops[0], [](const hal::HalError*) {}), std::out_of_range);
+}
+
+TEST(Collectives, SendRecvMovesBytesBetweenPeers) {
+  const auto spec = fabric::make_cluster("gb300-nvl72", 2);
+  std::vector<hal::CollectiveOp> ops(2);
+  for (auto& op : ops) {
+    op.kind = hal::CollectiveKind::send_recv;
+    op.name = "pp";
+  }
+  ops[0].peer = 1;
+  ops[0].bytes = 1 << 30;
+  // Ranks are GPU 0 (rack 0) and GPU 72 (rack 1): the bytes cross the CX8 NICs at 100 GB/s.
+  const auto t = fabric::time_collective(spec, {0, 72}, ops);
+  EXPECT_GT(t, rt::ms(10));
+  EXPECT_LT(t, rt::ms(20));
+}
