@@ -190,6 +190,19 @@ void FakeStream::on_async_done(std::uint64_t epoch, const hal::HalError* error) 
   if (epoch != epoch_) return;  // work drained by a fault
   const Op& op = queue_.front();
   if (op.kind == OpKind::graph && error == nullptr) {
+    const auto& segment = op.graph->segments()[segment_];
+    rt::Runtime& rt = device_.runtime();
+    if (segment.period_start) period_start_ = rt.now();
+    if (segment.tail_iterations > 0) {
+      // The rest of a repeated body: as many periods as the second iteration took.
+      const rt::Duration tail = (rt.now() - period_start_) * static_cast<std::int64_t>(segment.tail_iterations);
+      rt.call_after(tail, [this, epoch] {
+        if (epoch != epoch_) return;  // drained by a fault meanwhile
+        ++segment_;
+        run_segment();
+      });
+      return;
+    }
     ++segment_;
     run_segment();
     return;

@@ -114,6 +114,87 @@ TEST(Graph, CollectivesWaitForTheSlowestMember) {
   EXPECT_LE(rig.rt.stats().events - before, 3u * 2 + 2);
 }
 
+// Two ranks run `layers` MoE-like layers (the second rank twice as slow in attention), either unrolled
+// or as a repeated body; returns when each rank finished and how many events the run took.
+struct LayeredRun {
+  std::vector<rt::Time> done;
+  std::uint64_t events = 0;
+  std::size_t arrivals = 0;
+};
+
+LayeredRun run_layers(int layers, bool repeated) {
+  Rig rig("gb300", 2);
+  auto group = std::make_shared<FixedLatencyGroup>(rig.rt, "ep", std::vector<hal::DeviceId>{0, 1}, rt::us(20));
+  const auto attn = kernel(KernelKind::attn_decode, DType::bf16, 1'000'000'000, 100'000'000, "attn");
+  const auto experts = kernel(KernelKind::moe_gemm, DType::fp8, 4'000'000'000, 50'000'000, "experts");
+  LayeredRun out;
+  out.done.resize(2);
+  std::vector<hal::Stream*> streams;
+  for (int rank = 0; rank < 2; ++rank) {
+    hal::Graph layer("layer");
+    layer.add(attn);
+    if (rank == 1) layer.add(attn);
+    layer.add(hal::CollectiveCall{group, rank, op(hal::CollectiveKind::all_to_all, "dispatch")});
+    layer.add(experts);
+    layer.add(hal::CollectiveCall{group, rank, op(hal::CollectiveKind::all_to_all, "combine")});
+    layer.add(kernel(KernelKind::elementwise, DType::bf16, 0, 10'000'000, "residual"));
+    hal::Graph step("step");
+    step.add(kernel(KernelKind::gemm, DType::fp8, 3'000'000'000, 10'000'000, "embed"));
+    if (repeated) {
+      step.add_repeat(layer, static_cast<std::size_t>(layers));
+    } else {
+      for (int l = 0; l < layers; ++l) {
+        for (const auto& node : layer.nodes()) {
+          if (const auto* k = std::get_if<hal::KernelDesc>(&node)) step.add(*k);
+          if (const auto* c = std::get_if<hal::CollectiveCall>(&node)) step.add(*c);
+        }
+      }
+    }
+    step.add(kernel(KernelKind::sampler, DType::fp32, 1'000'000, 1'000'000, "sample"));
+    EXPECT_EQ(step.collective_count(), static_cast<std::size_t>(2 * layers));
+    hal::Stream& s = rig.gpu(rank).create_stream("step");
+    s.launch(rig.gpu(rank).instantiate(step));
+    s.add_callback([&out, &rig, rank](const hal::HalError* e) {
+      EXPECT_EQ(e, nullptr);
+      out.done[static_cast<std::size_t>(rank)] = rig.rt.now();
+    });
+  }
+  rig.rt.run();
+  out.events = rig.rt.stats().events;
+  out.arrivals = group->arrivals.size();
+  return out;
+}
+
+TEST(Graph, ARepeatedBodyEndsWhenReplayingItWould) {
+  const LayeredRun unrolled = run_layers(75, false);
+  const LayeredRun repeated = run_layers(75, true);
+  EXPECT_EQ(unrolled.done[0], unrolled.done[1]);
+  // Exact up to nanosecond rounding of each period.
+  EXPECT_NEAR(static_cast<double>(repeated.done[0].ns()), static_cast<double>(unrolled.done[0].ns()), 75.0);
+  EXPECT_EQ(repeated.done[0], repeated.done[1]);
+  EXPECT_EQ(unrolled.arrivals, 2u * 2 * 75);
+  EXPECT_EQ(repeated.arrivals, 2u * 2 * 2) << "two iterations run exactly, the rest is extrapolated";
+  EXPECT_LT(repeated.events * 10, unrolled.events);
+}
+
+TEST(Graph, ShortRepeatsAndBodiesWithoutCollectivesAreReplayed) {
+  const LayeredRun two = run_layers(2, true);
+  const LayeredRun two_unrolled = run_layers(2, false);
+  EXPECT_EQ(two.done[0], two_unrolled.done[0]);
+  hal::Graph body("b");
+  body.add(kernel(KernelKind::gemm, DType::fp8, 1'000'000'000, 1'000'000, "gemm"));
+  hal::Graph g("g");
+  g.add_repeat(body, 10);
+  EXPECT_EQ(g.kernel_count(), 10u);
+  Rig rig("gb300");
+  const auto exec = rig.gpu().instantiate(g);
+  rig.gpu().create_stream("s").launch(exec);
+  rig.rt.run();
+  EXPECT_EQ(rig.rt.now(), rt::Time() + dynamic_cast<const FakeGraphExec&>(*exec).compute_time());
+  EXPECT_THROW(hal::Graph("nested").add_repeat(g, 2), std::invalid_argument);
+  EXPECT_THROW(hal::Graph("zero").add_repeat(body, 0), std::invalid_argument);
+}
+
 TEST(Graph, AFailedCollectiveFailsTheGraphAndTheStreamGoesOn) {
   Rig rig("gb300", 2);
   auto group = std::make_shared<FixedLatencyGroup>(rig.rt, "ep", std::vector<hal::DeviceId>{0, 1}, rt::us(5));
