@@ -5,7 +5,7 @@
 // tier policy. It decides what moves; the worker carries the copies out (take_copies) over the HAL.
 #include <cstdint>
 #include <functional>
-#include <map>
+#include <unordered_map>
 #include <optional>
 #include <span>
 #include <vector>
@@ -95,7 +95,7 @@ class KvCacheManager {
   KvCacheConfig cfg_;
   KvBlockPool gpu_;
   KvBlockPool grace_;
-  std::map<RequestId, Held> requests_;
+  std::unordered_map<RequestId, Held> requests_;  // looked up; iterated only to check invariants
   std::vector<KvCopy> copies_;
   std::vector<std::function<void(const KvEvent&)>> listeners_;
 };

@@ -81,8 +81,7 @@ StepPlan RankScheduler::plan_step() {
   // Decodes first, oldest first; the newest running request gives way when KV runs out.
   const std::vector<RequestState*> running = running_;
   for (RequestState* r : running) {
-    if (r->phase != RequestState::Phase::decode) continue;
-    if (std::find(running_.begin(), running_.end(), r) == running_.end()) continue;  // preempted meanwhile
+    if (r->phase != RequestState::Phase::decode) continue;  // prefilling, or preempted meanwhile
     if (budget < per_decode) break;
     bool preempted_self = false;
     while (!kv_.extend(r->id, r->computed_tokens + per_decode)) {
@@ -130,6 +129,7 @@ StepPlan RankScheduler::plan_step() {
 std::vector<StepOutcome> RankScheduler::complete_step(const StepPlan& plan,
                                                       const std::function<std::int64_t(RequestId)>& accepted_drafts) {
   std::vector<StepOutcome> out;
+  bool any_finished = false;
   for (const StepItem& item : plan.items) {
     const auto it = requests_.find(item.id);
     if (it == requests_.end()) continue;  // cancelled while the step ran
@@ -153,10 +153,17 @@ std::vector<StepOutcome> RankScheduler::complete_step(const StepPlan& plan,
     o.finished = r.done();
     if (o.finished) {
       kv_.release(r.id);
-      std::erase(running_, &r);
-      requests_.erase(it);
+      r.phase = RequestState::Phase::finished;
+      any_finished = true;
     }
     out.push_back(o);
+  }
+  if (any_finished) {
+    // One pass over the running list, then forget the finished requests.
+    std::erase_if(running_, [](const RequestState* r) { return r->phase == RequestState::Phase::finished; });
+    for (const StepOutcome& o : out) {
+      if (o.finished) requests_.erase(o.id);
+    }
   }
   return out;
 }

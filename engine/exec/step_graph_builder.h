@@ -1,0 +1,43 @@
+#pragma once
+// Turns one rank's batch into the step graph its GPU launches: dense layers, the MoE layers as one
+// repeated body (attention, gate and shared expert, dispatch, routed experts, combine), the MTP
+// layer when drafting, and the head. Under DP attention + EP each rank attends over its own batch
+// and the EP all-to-alls join the ranks every layer; under TP the layer's outputs are all-reduced
+// over the TP group instead.
+#include <cstdint>
+#include <memory>
+#include <span>
+
+#include "engine/exec/layer_kernels.h"
+#include "engine/exec/moe_traffic.h"
+#include "engine/exec/rank_batch.h"
+#include "engine/hal/graph.h"
+
+namespace nvl::engine {
+
+struct StepGraphOptions {
+  std::shared_ptr<hal::CommGroup> ep_group;  // null: no expert parallelism (experts split by TP)
+  std::shared_ptr<hal::CommGroup> tp_group;  // null: tp == 1
+  std::int32_t rank = 0;                      // this rank in ep_group (or tp_group)
+  std::int64_t local_experts = 0;             // expert slots on this rank (all of them without EP)
+  bool mtp = false;                           // run the MTP layer (draft tokens)
+};
+
+class StepGraphBuilder {
+ public:
+  StepGraphBuilder(const LayerKernels& kernels, const MoeTraffic* traffic, StepGraphOptions opts);
+
+  // `tokens_per_rank`: every EP rank's token count this step (all DP ranks step together).
+  hal::Graph build(const RankBatch& batch, std::span<const std::int64_t> tokens_per_rank) const;
+
+ private:
+  void add_kernels(hal::Graph& g, std::vector<hal::KernelDesc>& ks) const;
+  void add_all_reduce(hal::Graph& g, const char* name, std::int64_t tokens) const;
+  hal::Graph moe_layer(const RankBatch& batch, std::span<const std::int64_t> tokens_per_rank) const;
+
+  const LayerKernels& kernels_;
+  const MoeTraffic* traffic_;
+  StepGraphOptions opts_;
+};
+
+}  // namespace nvl::engine

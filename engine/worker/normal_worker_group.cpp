@@ -1,0 +1,159 @@
+#include "engine/worker/normal_worker_group.h"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+#include "engine/model/kv_footprint.h"
+
+namespace nvl::engine {
+
+NormalWorkerGroup::NormalWorkerGroup(rt::Runtime& rt, const ModelProfile& model, std::vector<hal::Device*> devices,
+                                     hal::Collectives& collectives, NormalGroupConfig cfg, TokenSink on_tokens,
+                                     RejectSink on_reject)
+    : rt_(rt),
+      mtp_rng_(rt.rng("mtp-acceptance")),
+      model_(model),
+      cfg_(std::move(cfg)),
+      on_tokens_(std::move(on_tokens)),
+      on_reject_(std::move(on_reject)),
+      kernels_(model, 1, cfg_.weights, cfg_.kv_dtype),
+      work_(rt, "normal group: new requests") {
+  const auto n = static_cast<std::int64_t>(devices.size());
+  if (n < 1) throw std::invalid_argument("normal worker group: needs at least one GPU");
+  const ParallelLayout layout{.tp = 1, .dp = n, .ep = n, .redundant_experts = cfg_.redundant_experts};
+  weights_ = weight_footprint_per_gpu(model, layout, cfg_.weights);
+  block_bytes_ = kv_bytes_per_token(model, cfg_.kv_dtype, true).total() * static_cast<std::uint64_t>(cfg_.block_tokens);
+
+  rt::Rng& rng = rt.rng("expert-popularity");
+  const ExpertLoad load = cfg_.expert_skew > 0 ? skewed_expert_load(model.n_routed_experts, cfg_.expert_skew, rng)
+                                               : ExpertLoad(static_cast<std::size_t>(model.n_routed_experts),
+                                                            1.0 / static_cast<double>(model.n_routed_experts));
+  std::vector<hal::DeviceId> ids;
+  for (hal::Device* d : devices) ids.push_back(d->id());
+  if (n > 1) {
+    placement_.emplace(load, n, cfg_.redundant_experts);
+    traffic_.emplace(*placement_, load, model.num_experts_per_tok);
+    ep_group_ = collectives.create_group("ep" + std::to_string(n), ids);
+  }
+
+  ranks_.resize(static_cast<std::size_t>(n));
+  for (std::int64_t r = 0; r < n; ++r) {
+    Rank& rank = ranks_[static_cast<std::size_t>(r)];
+    rank.device = devices[static_cast<std::size_t>(r)];
+    const std::string tag = "normal rank " + std::to_string(r);
+    rank.weights = rank.device->memory().allocate(weights_.total_bytes(), tag + " weights");
+    const std::uint64_t reserve = weights_.total_bytes() + cfg_.activation_reserve_bytes;
+    const std::uint64_t capacity = rank.device->memory().capacity_bytes();
+    if (reserve >= capacity) {
+      throw hal::HalError(rank.device->id(), "reserve activations", hal::Xid::none,
+                          "weights and activation reserve (" + std::to_string(reserve) + " bytes) leave no room for KV in " +
+                              std::to_string(capacity) + " bytes of HBM");
+    }
+    const std::int64_t gpu_blocks = static_cast<std::int64_t>((capacity - reserve) / block_bytes_);
+    kv_bytes_ = static_cast<std::uint64_t>(gpu_blocks) * block_bytes_;
+    rank.kv_gpu = rank.device->memory().allocate(kv_bytes_, tag + " KV");
+    std::int64_t grace_blocks = 0;
+    if (cfg_.grace_policy != GraceTierPolicy::off) {
+      grace_blocks = static_cast<std::int64_t>(cfg_.grace_bytes_per_rank / block_bytes_);
+      rank.kv_grace = rank.device->host_memory().allocate(static_cast<std::uint64_t>(grace_blocks) * block_bytes_,
+                                                          tag + " KV (Grace)");
+    }
+    rank.kv = std::make_unique<KvCacheManager>(KvCacheConfig{.rank = static_cast<std::int32_t>(r),
+                                                             .gpu_blocks = gpu_blocks,
+                                                             .grace_blocks = grace_blocks,
+                                                             .block_tokens = cfg_.block_tokens,
+                                                             .block_bytes = block_bytes_,
+                                                             .grace_policy = cfg_.grace_policy});
+    rank.sched = std::make_unique<RankScheduler>(*rank.kv, cfg_.scheduler, make_scheduling_policy(cfg_.scheduling_policy));
+    rank.stream = &rank.device->create_stream(tag);
+    rank.builder = std::make_unique<StepGraphBuilder>(
+        kernels_, traffic_ ? &*traffic_ : nullptr,
+        StepGraphOptions{.ep_group = ep_group_,
+                         .tp_group = nullptr,
+                         .rank = static_cast<std::int32_t>(r),
+                         .local_experts = weights_.expert_slots,
+                         .mtp = cfg_.scheduler.draft_tokens > 0});
+  }
+  tokens_.resize(static_cast<std::size_t>(n));
+}
+
+void NormalWorkerGroup::start() {
+  if (started_) throw std::logic_error("normal worker group started twice");
+  started_ = true;
+  rt_.spawn("normal-group", [this] { loop(); }, rt::SpawnOptions{.daemon = true});
+}
+
+void NormalWorkerGroup::submit(std::int32_t rank, RequestState request) {
+  ranks_.at(static_cast<std::size_t>(rank)).sched->enqueue(std::move(request));
+  work_.notify_all();
+}
+
+bool NormalWorkerGroup::cancel(std::int32_t rank, RequestId id) {
+  return ranks_.at(static_cast<std::size_t>(rank)).sched->cancel(id);
+}
+
+bool NormalWorkerGroup::plan_all() {
+  bool any = false;
+  for (std::size_t r = 0; r < ranks_.size(); ++r) {
+    Rank& rank = ranks_[r];
+    rank.plan = rank.sched->plan_step();
+    for (RequestId id : rank.plan.rejected) {
+      on_reject_(static_cast<std::int32_t>(r), id, "prompt needs more KV blocks than rank " + std::to_string(r) + " holds");
+    }
+    rank.batch.prefills.clear();
+    rank.batch.decodes.clear();
+    for (const StepItem& item : rank.plan.items) {
+      if (item.decode) {
+        rank.batch.decodes.push_back(DecodeSpan{item.context_tokens, item.new_tokens});
+      } else {
+        rank.batch.prefills.push_back(PrefillSpan{item.context_tokens, item.new_tokens, item.last_chunk});
+      }
+    }
+    tokens_[r] = rank.batch.tokens();
+    any = any || !rank.plan.empty();
+  }
+  return any;
+}
+
+void NormalWorkerGroup::issue_kv_copies(Rank& r) {
+  for (const KvCopy& c : r.kv->take_copies()) {
+    if (!r.kv_grace) continue;
+    // In-order on the step's stream: loads land before the prefill that uses them; spills overlap nothing.
+    const bool load = c.direction == KvCopy::Direction::grace_to_gpu;
+    const hal::Buffer& dst = load ? *r.kv_gpu : *r.kv_grace;
+    const hal::Buffer& src = load ? *r.kv_grace : *r.kv_gpu;
+    const std::uint64_t bytes = std::min({c.bytes, dst.bytes(), src.bytes()});
+    if (bytes > 0) r.stream->copy(dst, 0, src, 0, bytes);
+  }
+}
+
+std::int64_t NormalWorkerGroup::accepted_drafts() {
+  // Drafts are accepted in order: the first rejection discards the rest.
+  std::int64_t kept = 0;
+  while (kept < cfg_.scheduler.draft_tokens && mtp_rng_.bernoulli(model_.mtp_acceptance_rate)) ++kept;
+  return kept;
+}
+
+void NormalWorkerGroup::loop() {
+  for (;;) {
+    if (!plan_all()) {
+      work_.wait();
+      continue;
+    }
+    for (Rank& r : ranks_) {
+      issue_kv_copies(r);
+      r.stream->launch(r.device->instantiate(r.builder->build(r.batch, tokens_)));
+    }
+    for (Rank& r : ranks_) r.stream->synchronize();
+    for (std::size_t i = 0; i < ranks_.size(); ++i) {
+      Rank& r = ranks_[i];
+      for (const StepOutcome& o : r.sched->complete_step(r.plan, [this](RequestId) { return accepted_drafts(); })) {
+        on_tokens_(static_cast<std::int32_t>(i), o);
+      }
+    }
+    ++steps_;
+  }
+}
+
+}  // namespace nvl::engine

@@ -1,0 +1,105 @@
+#pragma once
+// The normal worker group: DP attention on every GPU with the MoE experts spread over all of them
+// (EP), running decode and short prefills together. The ranks step in lockstep, because every MoE
+// layer's all-to-all joins them; a rank with nothing to do runs an empty batch and still takes part,
+// as SGLang does. Each rank has its own scheduler and KV cache (GPU HBM and a Grace tier).
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "emu/rt/condition.h"
+#include "emu/rt/runtime.h"
+#include "engine/eplb/expert_placement.h"
+#include "engine/exec/layer_kernels.h"
+#include "engine/exec/moe_traffic.h"
+#include "engine/exec/step_graph_builder.h"
+#include "engine/hal/buffer.h"
+#include "engine/hal/collectives.h"
+#include "engine/hal/device.h"
+#include "engine/kv/kv_cache_manager.h"
+#include "engine/model/model_profile.h"
+#include "engine/model/parallel_layout.h"
+#include "engine/model/weight_footprint.h"
+#include "engine/sched/rank_scheduler.h"
+
+namespace nvl::engine {
+
+struct NormalGroupConfig {
+  WeightDtypes weights;
+  hal::DType kv_dtype = hal::DType::fp8;
+  std::int64_t block_tokens = 64;
+  std::uint64_t activation_reserve_bytes = 0;  // HBM kept for activations, graphs and comm buffers
+  GraceTierPolicy grace_policy = GraceTierPolicy::off;
+  std::uint64_t grace_bytes_per_rank = 0;
+  SchedulerConfig scheduler;
+  std::string scheduling_policy = "fcfs";
+  std::int64_t redundant_experts = 0;
+  double expert_skew = 0;  // Zipf skew of expert popularity (0: uniform)
+};
+
+// What a step delivered to a request on a rank, with the time it happened.
+using TokenSink = std::function<void(std::int32_t rank, const StepOutcome& outcome)>;
+// A request that can never run here (its prompt needs more KV than a rank has).
+using RejectSink = std::function<void(std::int32_t rank, RequestId id, const std::string& reason)>;
+
+class NormalWorkerGroup {
+ public:
+  // Takes the weights and KV memory on every device at once: a model that does not fit is a HalError
+  // naming the device, the bytes asked for and the bytes free.
+  NormalWorkerGroup(rt::Runtime& rt, const ModelProfile& model, std::vector<hal::Device*> devices,
+                    hal::Collectives& collectives, NormalGroupConfig cfg, TokenSink on_tokens, RejectSink on_reject);
+
+  // Starts the stepping fiber (a daemon: it waits for work when every rank is idle).
+  void start();
+  void submit(std::int32_t rank, RequestState request);
+  bool cancel(std::int32_t rank, RequestId id);
+
+  std::int32_t ranks() const { return static_cast<std::int32_t>(ranks_.size()); }
+  const RankScheduler& scheduler(std::int32_t rank) const { return *ranks_.at(static_cast<std::size_t>(rank)).sched; }
+  KvCacheManager& kv(std::int32_t rank) { return *ranks_.at(static_cast<std::size_t>(rank)).kv; }
+  const WeightFootprint& weights() const { return weights_; }
+  std::uint64_t kv_bytes_per_rank() const { return kv_bytes_; }
+  std::uint64_t block_bytes() const { return block_bytes_; }
+  std::uint64_t steps() const { return steps_; }
+
+ private:
+  struct Rank {
+    hal::Device* device = nullptr;
+    hal::Stream* stream = nullptr;
+    std::optional<hal::Buffer> weights;
+    std::optional<hal::Buffer> kv_gpu;
+    std::optional<hal::Buffer> kv_grace;
+    std::unique_ptr<KvCacheManager> kv;
+    std::unique_ptr<RankScheduler> sched;
+    std::unique_ptr<StepGraphBuilder> builder;
+    StepPlan plan;
+    RankBatch batch;
+  };
+  void loop();
+  bool plan_all();
+  void issue_kv_copies(Rank& r);
+  std::int64_t accepted_drafts();
+
+  rt::Runtime& rt_;
+  rt::Rng& mtp_rng_;
+  const ModelProfile& model_;
+  NormalGroupConfig cfg_;
+  TokenSink on_tokens_;
+  RejectSink on_reject_;
+  WeightFootprint weights_;
+  std::uint64_t block_bytes_ = 0;
+  std::uint64_t kv_bytes_ = 0;
+  LayerKernels kernels_;
+  std::optional<ExpertPlacement> placement_;
+  std::optional<MoeTraffic> traffic_;
+  std::shared_ptr<hal::CommGroup> ep_group_;
+  std::vector<Rank> ranks_;
+  std::vector<std::int64_t> tokens_;
+  rt::Condition work_;
+  std::uint64_t steps_ = 0;
+  bool started_ = false;
+};
+
+}  // namespace nvl::engine

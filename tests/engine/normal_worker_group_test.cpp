@@ -1,0 +1,88 @@
+// The normal worker group on an emulated GB300 rack slice: requests complete with every token,
+// ranks step together, KV returns to its start after drain, and bad deployments are clear errors.
+#include <map>
+
+#include <gtest/gtest.h>
+
+#include "cluster_rig.h"
+#include "engine/hal/hal_error.h"
+#include "engine/worker/normal_worker_group.h"
+
+namespace nvl::engine {
+namespace {
+
+RequestState request(RequestId id, std::int64_t prompt, std::int64_t output) {
+  RequestState r;
+  r.id = id;
+  r.prompt_tokens = prompt;
+  r.max_output_tokens = output;
+  for (std::int64_t b = 0; b < prompt / 64; ++b) r.prompt_hashes.push_back(id * 1'000 + static_cast<BlockHash>(b));
+  return r;
+}
+
+struct Delivered {
+  std::map<RequestId, std::int64_t> tokens;
+  std::map<RequestId, rt::Time> first, finished;
+};
+
+TEST(NormalWorkerGroup, ServesEveryRequestToTheLastTokenAndDrainsKv) {
+  testing::ClusterRig rig("gb300", "gb300-nvl72", 8);
+  const ModelProfile model = load_model_profile(model_profile_path("glm-5"));
+  Delivered d;
+  NormalGroupConfig cfg;
+  cfg.activation_reserve_bytes = 20'000'000'000;
+  NormalWorkerGroup group(
+      rig.rt, model, rig.devices(0, 8), rig.collectives, cfg,
+      [&](std::int32_t, const StepOutcome& o) {
+        d.tokens[o.id] += o.new_output_tokens;
+        if (o.first_token) d.first[o.id] = rig.rt.now();
+        if (o.finished) d.finished[o.id] = rig.rt.now();
+      },
+      [](std::int32_t, RequestId id, const std::string& why) { ADD_FAILURE() << "rejected " << id << ": " << why; });
+  group.start();
+  // Ranks 0-3 get two requests each, 4-7 none: idle ranks still take part in every step.
+  for (RequestId id = 1; id <= 8; ++id) {
+    group.submit(static_cast<std::int32_t>((id - 1) / 2), request(id, 1'000 + 100 * static_cast<std::int64_t>(id), 20));
+  }
+  rig.rt.run();
+  for (RequestId id = 1; id <= 8; ++id) {
+    EXPECT_EQ(d.tokens[id], 20) << id;
+    EXPECT_LT(d.first.at(id), d.finished.at(id));
+  }
+  // One prefill step, then 19 decode steps: every rank took all 20.
+  EXPECT_EQ(group.steps(), 20u);
+  for (std::int32_t r = 0; r < 8; ++r) {
+    EXPECT_TRUE(group.scheduler(r).idle());
+    EXPECT_EQ(group.kv(r).gpu().used_blocks(), 0) << "rank " << r;
+    group.kv(r).check_invariants();
+  }
+  // A decode step of GLM-5 on B300 reads every local expert and the attention weights: milliseconds.
+  const double step_ms = (d.finished.at(1) - d.first.at(1)).seconds() * 1e3 / 19.0;
+  EXPECT_GT(step_ms, 1.0);
+  EXPECT_LT(step_ms, 100.0);
+}
+
+TEST(NormalWorkerGroup, AModelThatDoesNotFitIsAClearError) {
+  testing::ClusterRig rig("h100", "hgx-h100", 8);
+  const ModelProfile model = load_model_profile(model_profile_path("glm-5"));
+  try {
+    NormalWorkerGroup group(rig.rt, model, rig.devices(0, 8), rig.collectives, NormalGroupConfig{},
+                            [](std::int32_t, const StepOutcome&) {}, [](std::int32_t, RequestId, const std::string&) {});
+    FAIL() << "GLM-5 over 8 H100s should not fit";
+  } catch (const hal::HalError& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("device 0"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("free"), std::string::npos) << msg;
+  }
+}
+
+TEST(NormalWorkerGroup, ExpertsThatDoNotSpreadEvenlyAreRejected) {
+  testing::ClusterRig rig("gb300", "gb300-nvl72", 72);
+  const ModelProfile model = load_model_profile(model_profile_path("glm-5"));
+  EXPECT_THROW(NormalWorkerGroup(rig.rt, model, rig.devices(0, 72), rig.collectives, NormalGroupConfig{},
+                                 [](std::int32_t, const StepOutcome&) {}, [](std::int32_t, RequestId, const std::string&) {}),
+               std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace nvl::engine
