@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <ostream>
 
+#include "emu/validate/engine_rows.h"
 #include "emu/validate/fabric_rows.h"
 #include "emu/validate/fakegpu_rows.h"
 
@@ -29,6 +30,7 @@ CalibrationSuite default_calibration_suite() {
   // Each part registers its provider here as its issue lands.
   suite.add("fabric", fabric_calibration_rows);
   suite.add("fakegpu", fakegpu_calibration_rows);
+  suite.add("engine", engine_calibration_rows);
   return suite;
 }
 

@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "engine/model/activation_reserve.h"
 #include "engine/model/kv_footprint.h"
 
 namespace nvl::engine {
@@ -24,6 +25,9 @@ NormalWorkerGroup::NormalWorkerGroup(rt::Runtime& rt, const ModelProfile& model,
   const ParallelLayout layout{.tp = 1, .dp = n, .ep = n, .redundant_experts = cfg_.redundant_experts};
   weights_ = weight_footprint_per_gpu(model, layout, cfg_.weights);
   block_bytes_ = kv_bytes_per_token(model, cfg_.kv_dtype, true).total() * static_cast<std::uint64_t>(cfg_.block_tokens);
+  const std::int64_t sampled = cfg_.scheduler.max_running * (1 + cfg_.scheduler.draft_tokens);
+  reserve_bytes_ = cfg_.activation_reserve_bytes.value_or(
+      estimate_activation_reserve(model, cfg_.scheduler.token_budget, sampled, 1).total_bytes());
 
   rt::Rng& rng = rt.rng("expert-popularity");
   const ExpertLoad load = cfg_.expert_skew > 0 ? skewed_expert_load(model.n_routed_experts, cfg_.expert_skew, rng)
@@ -43,7 +47,7 @@ NormalWorkerGroup::NormalWorkerGroup(rt::Runtime& rt, const ModelProfile& model,
     rank.device = devices[static_cast<std::size_t>(r)];
     const std::string tag = "normal rank " + std::to_string(r);
     rank.weights = rank.device->memory().allocate(weights_.total_bytes(), tag + " weights");
-    const std::uint64_t reserve = weights_.total_bytes() + cfg_.activation_reserve_bytes;
+    const std::uint64_t reserve = weights_.total_bytes() + reserve_bytes_;
     const std::uint64_t capacity = rank.device->memory().capacity_bytes();
     if (reserve >= capacity) {
       throw hal::HalError(rank.device->id(), "reserve activations", hal::Xid::none,

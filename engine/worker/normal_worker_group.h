@@ -30,7 +30,8 @@ struct NormalGroupConfig {
   WeightDtypes weights;
   hal::DType kv_dtype = hal::DType::fp8;
   std::int64_t block_tokens = 64;
-  std::uint64_t activation_reserve_bytes = 0;  // HBM kept for activations, graphs and comm buffers
+  // HBM kept for activations, graphs and comm buffers; unset: estimated from the model and scheduler.
+  std::optional<std::uint64_t> activation_reserve_bytes;
   GraceTierPolicy grace_policy = GraceTierPolicy::off;
   std::uint64_t grace_bytes_per_rank = 0;
   SchedulerConfig scheduler;
@@ -61,6 +62,7 @@ class NormalWorkerGroup {
   KvCacheManager& kv(std::int32_t rank) { return *ranks_.at(static_cast<std::size_t>(rank)).kv; }
   const WeightFootprint& weights() const { return weights_; }
   std::uint64_t kv_bytes_per_rank() const { return kv_bytes_; }
+  std::uint64_t activation_reserve_bytes() const { return reserve_bytes_; }
   std::uint64_t block_bytes() const { return block_bytes_; }
   std::uint64_t steps() const { return steps_; }
 
@@ -91,6 +93,7 @@ class NormalWorkerGroup {
   WeightFootprint weights_;
   std::uint64_t block_bytes_ = 0;
   std::uint64_t kv_bytes_ = 0;
+  std::uint64_t reserve_bytes_ = 0;
   LayerKernels kernels_;
   std::optional<ExpertPlacement> placement_;
   std::optional<MoeTraffic> traffic_;

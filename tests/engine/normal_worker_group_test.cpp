@@ -4,7 +4,8 @@
 
 #include <gtest/gtest.h>
 
-#include "cluster_rig.h"
+#include "emu/cluster/emulated_cluster.h"
+#include "emu/rt/virtual_runtime.h"
 #include "engine/hal/hal_error.h"
 #include "engine/worker/normal_worker_group.h"
 
@@ -26,17 +27,18 @@ struct Delivered {
 };
 
 TEST(NormalWorkerGroup, ServesEveryRequestToTheLastTokenAndDrainsKv) {
-  testing::ClusterRig rig("gb300", "gb300-nvl72", 8);
+  rt::VirtualRuntime rt;
+  emu::EmulatedCluster cluster(rt, "gb300", "gb300-nvl72", 8);
   const ModelProfile model = load_model_profile(model_profile_path("glm-5"));
   Delivered d;
   NormalGroupConfig cfg;
   cfg.activation_reserve_bytes = 20'000'000'000;
   NormalWorkerGroup group(
-      rig.rt, model, rig.devices(0, 8), rig.collectives, cfg,
+      rt, model, cluster.devices(0, 8), cluster.collectives(), cfg,
       [&](std::int32_t, const StepOutcome& o) {
         d.tokens[o.id] += o.new_output_tokens;
-        if (o.first_token) d.first[o.id] = rig.rt.now();
-        if (o.finished) d.finished[o.id] = rig.rt.now();
+        if (o.first_token) d.first[o.id] = rt.now();
+        if (o.finished) d.finished[o.id] = rt.now();
       },
       [](std::int32_t, RequestId id, const std::string& why) { ADD_FAILURE() << "rejected " << id << ": " << why; });
   group.start();
@@ -44,7 +46,7 @@ TEST(NormalWorkerGroup, ServesEveryRequestToTheLastTokenAndDrainsKv) {
   for (RequestId id = 1; id <= 8; ++id) {
     group.submit(static_cast<std::int32_t>((id - 1) / 2), request(id, 1'000 + 100 * static_cast<std::int64_t>(id), 20));
   }
-  rig.rt.run();
+  rt.run();
   for (RequestId id = 1; id <= 8; ++id) {
     EXPECT_EQ(d.tokens[id], 20) << id;
     EXPECT_LT(d.first.at(id), d.finished.at(id));
@@ -63,10 +65,11 @@ TEST(NormalWorkerGroup, ServesEveryRequestToTheLastTokenAndDrainsKv) {
 }
 
 TEST(NormalWorkerGroup, AModelThatDoesNotFitIsAClearError) {
-  testing::ClusterRig rig("h100", "hgx-h100", 8);
+  rt::VirtualRuntime rt;
+  emu::EmulatedCluster cluster(rt, "h100", "hgx-h100", 8);
   const ModelProfile model = load_model_profile(model_profile_path("glm-5"));
   try {
-    NormalWorkerGroup group(rig.rt, model, rig.devices(0, 8), rig.collectives, NormalGroupConfig{},
+    NormalWorkerGroup group(rt, model, cluster.devices(0, 8), cluster.collectives(), NormalGroupConfig{},
                             [](std::int32_t, const StepOutcome&) {}, [](std::int32_t, RequestId, const std::string&) {});
     FAIL() << "GLM-5 over 8 H100s should not fit";
   } catch (const hal::HalError& e) {
@@ -77,9 +80,10 @@ TEST(NormalWorkerGroup, AModelThatDoesNotFitIsAClearError) {
 }
 
 TEST(NormalWorkerGroup, ExpertsThatDoNotSpreadEvenlyAreRejected) {
-  testing::ClusterRig rig("gb300", "gb300-nvl72", 72);
+  rt::VirtualRuntime rt;
+  emu::EmulatedCluster cluster(rt, "gb300", "gb300-nvl72", 72);
   const ModelProfile model = load_model_profile(model_profile_path("glm-5"));
-  EXPECT_THROW(NormalWorkerGroup(rig.rt, model, rig.devices(0, 72), rig.collectives, NormalGroupConfig{},
+  EXPECT_THROW(NormalWorkerGroup(rt, model, cluster.devices(0, 72), cluster.collectives(), NormalGroupConfig{},
                                  [](std::int32_t, const StepOutcome&) {}, [](std::int32_t, RequestId, const std::string&) {}),
                std::invalid_argument);
 }

@@ -1,0 +1,42 @@
+#pragma once
+// The fake hardware of one run, assembled: a runtime's fleet of emulated GPUs and the fabric that
+// joins them, with the collectives the engine's worker groups communicate through. GPU i of the
+// fleet is GPU i of the fabric (rack-major). The harness builds one per scenario; tests and
+// calibration rows build small ones.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "emu/rt/runtime.h"
+#include "fabric/fabric.h"
+#include "fabric/fabric_collectives.h"
+#include "fabric/profile_loader.h"
+#include "fakegpu/gpu_fleet.h"
+
+namespace nvl::emu {
+
+class EmulatedCluster {
+ public:
+  // `units` racks or nodes of `fabric_profile`; the fleet holds `gpus` of `gpu_profile` (at most the fabric's).
+  EmulatedCluster(rt::Runtime& rt, const std::string& gpu_profile, const std::string& fabric_profile, int gpus,
+                  int units = 1)
+      : fleet_(fakegpu::GpuFleet::load(rt, gpu_profile, gpus)),
+        fabric_(rt, fabric::make_cluster(fabric_profile, units), fabric::FabricOptions{rt::Duration()}),
+        collectives_(fabric_) {}
+
+  std::vector<hal::Device*> devices(int first, int count) {
+    std::vector<hal::Device*> out;
+    for (int i = first; i < first + count; ++i) out.push_back(&fleet_->device(i));
+    return out;
+  }
+  fakegpu::GpuFleet& fleet() { return *fleet_; }
+  fabric::Fabric& fabric() { return fabric_; }
+  hal::Collectives& collectives() { return collectives_; }
+
+ private:
+  std::unique_ptr<fakegpu::GpuFleet> fleet_;
+  fabric::Fabric fabric_;
+  fabric::FabricCollectives collectives_;
+};
+
+}  // namespace nvl::emu

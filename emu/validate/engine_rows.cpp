@@ -1,0 +1,124 @@
+#include "emu/validate/engine_rows.h"
+
+#include <string>
+
+#include "emu/cluster/emulated_cluster.h"
+#include "emu/rt/virtual_runtime.h"
+#include "engine/model/kv_footprint.h"
+#include "engine/worker/normal_worker_group.h"
+
+namespace nvl::emu {
+
+namespace {
+
+using engine::NormalGroupConfig;
+using engine::NormalWorkerGroup;
+using engine::RequestState;
+using engine::StepOutcome;
+
+struct DecodeSetup {
+  std::string gpu, fabric, model;
+  int gpus = 0;
+  int units = 1;
+  std::int64_t redundant_experts = 0;
+  std::int64_t batch_per_gpu = 0;
+  std::int64_t input_tokens = 0;
+  hal::DType kv_dtype = hal::DType::bf16;
+};
+
+// Steady decode throughput of the normal worker group, output tokens per second per GPU: every rank
+// holds `batch_per_gpu` requests of `input_tokens`; timing starts once all have their first token.
+double decode_tokens_per_s_per_gpu(const DecodeSetup& s) {
+  constexpr std::int64_t kOutputTokens = 64;
+  rt::VirtualRuntime rt;
+  EmulatedCluster cluster(rt, s.gpu, s.fabric, s.gpus, s.units);
+  const engine::ModelProfile model = engine::load_model_profile(engine::model_profile_path(s.model));
+  NormalGroupConfig cfg;
+  cfg.kv_dtype = s.kv_dtype;
+  cfg.redundant_experts = s.redundant_experts;
+  cfg.scheduler.max_running = s.batch_per_gpu;
+  cfg.scheduler.token_budget = 16'384;
+  const std::int64_t everyone = s.batch_per_gpu * s.gpus;
+  std::int64_t first_tokens = 0, decoded = 0;
+  rt::Time decode_start, last;
+  NormalWorkerGroup group(
+      rt, model, cluster.devices(0, s.gpus), cluster.collectives(), cfg,
+      [&](std::int32_t, const StepOutcome& o) {
+        if (o.first_token) {
+          if (++first_tokens == everyone) decode_start = rt.now();
+          return;
+        }
+        if (first_tokens == everyone) {
+          decoded += o.new_output_tokens;
+          last = rt.now();
+        }
+      },
+      [](std::int32_t, engine::RequestId, const std::string& why) { throw std::runtime_error(why); });
+  group.start();
+  engine::RequestId id = 1;
+  for (std::int32_t r = 0; r < s.gpus; ++r) {
+    for (std::int64_t b = 0; b < s.batch_per_gpu; ++b) {
+      RequestState q;
+      q.id = id++;
+      q.prompt_tokens = s.input_tokens;
+      q.max_output_tokens = kOutputTokens;
+      group.submit(r, std::move(q));
+    }
+  }
+  rt.run();
+  return static_cast<double>(decoded) / (last - decode_start).seconds() / s.gpus;
+}
+
+CalibrationRow row(std::string id, std::string name, std::string unit, std::string source, double published,
+                   double emulated, double tolerance_pct) {
+  CalibrationRow r;
+  r.id = std::move(id);
+  r.name = std::move(name);
+  r.unit = std::move(unit);
+  r.source = std::move(source);
+  r.published = published;
+  r.emulated = emulated;
+  r.tolerance_pct = tolerance_pct;
+  return r;
+}
+
+void v6_rows(std::vector<CalibrationRow>& rows) {
+  rt::VirtualRuntime rt;
+  EmulatedCluster cluster(rt, "gb300", "gb300-nvl72", 64);
+  const engine::ModelProfile model = engine::load_model_profile(engine::model_profile_path("glm-5"));
+  NormalGroupConfig cfg;
+  cfg.kv_dtype = hal::DType::fp8;
+  NormalWorkerGroup group(rt, model, cluster.devices(0, 64), cluster.collectives(), cfg,
+                          [](std::int32_t, const StepOutcome&) {}, [](std::int32_t, engine::RequestId, const std::string&) {});
+  rows.push_back(row("v6_kv_gb_per_gpu_glm5_b300", "GLM-5 FP8 at DP64 x EP64 on B300: HBM left for KV per GPU", "GB",
+                     "REFERENCE.md §2-3 V6 (design notes)", 230, static_cast<double>(group.kv_bytes_per_rank()) / 1e9, 5));
+  // Requests of 256K (262,144) tokens whose KV fits at once, by the rank's own block accounting.
+  const std::int64_t context = 256 * 1024;
+  const auto blocks = group.kv(0).gpu().capacity();
+  const auto per_request = group.kv(0).blocks_for(context);
+  CalibrationRow r = row("v6_requests_256k_glm5_b300", "GLM-5 FP8 KV at DP64 x EP64 on B300: 256K-token requests per GPU",
+                         "requests", "REFERENCE.md §2-3 V6 (design notes)", 17,
+                         static_cast<double>(blocks / per_request), 0);
+  r.tolerance_abs = 1;
+  rows.push_back(r);
+}
+
+}  // namespace
+
+std::vector<CalibrationRow> engine_calibration_rows() {
+  std::vector<CalibrationRow> rows;
+  v6_rows(rows);
+  // V2: SGLang DeepSeek-V3 decode, 9 x 8 H100 (IB 400 Gb/GPU), EP72 (with 32 redundant experts so 288
+  // slots spread over 72), batch 256 per GPU, KV length 2,000 (BF16 KV, SGLang's default).
+  const double v2 = decode_tokens_per_s_per_gpu(DecodeSetup{"h100", "hgx-h100", "deepseek-v3", 72, 9, 32, 256, 2'000});
+  rows.push_back(row("v2_decode_h100", "SGLang DeepSeek-V3 decode, 9x8 H100, EP72, batch 256/GPU, KV 2,000: output tok/s per node",
+                     "tok/s/node", "REFERENCE.md §3 V2", 22'282, v2 * 8, 15));
+  // V3: SGLang DeepSeek-V3 decode on GB200 NVL72, 48 GPUs, 2,000-token input, no MTP. The batch size is
+  // not in REFERENCE.md: 256 per GPU (as in V2) is an assumption of this row.
+  const double v3 = decode_tokens_per_s_per_gpu(DecodeSetup{"gb200", "gb200-nvl72", "deepseek-v3", 48, 1, 32, 256, 2'000});
+  rows.push_back(row("v3_decode_gb200", "SGLang DeepSeek-V3 decode, GB200 NVL72, 48 GPUs, input 2,000, batch 256/GPU (assumed): output tok/s per GPU",
+                     "tok/s/GPU", "REFERENCE.md §3 V3", 7'583, v3, 15));
+  return rows;
+}
+
+}  // namespace nvl::emu
