@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
-#include <map>
+#include <unordered_map>
 #include <memory>
 #include <vector>
 
@@ -63,7 +63,7 @@ class RankScheduler {
   KvCacheManager& kv_;
   SchedulerConfig cfg_;
   std::unique_ptr<SchedulingPolicy> policy_;
-  std::map<RequestId, RequestState> requests_;
+  std::unordered_map<RequestId, RequestState> requests_;  // looked up, never iterated
   std::deque<RequestState*> waiting_;
   std::vector<RequestState*> running_;  // admission order: the newest is preempted first
 };
