@@ -7,5 +7,6 @@ namespace nvl::tools {
 void register_all_commands(CommandRegistry& registry);
 
 void register_validate_command(CommandRegistry& registry);
+void register_trace_command(CommandRegistry& registry);
 
 }  // namespace nvl::tools

@@ -60,7 +60,9 @@ nlohmann::json JsonReader::parse_file(const std::filesystem::path& file) {
 }
 
 std::string JsonReader::where(std::string_view key) const {
-  return path_.empty() ? std::string(key) : path_ + "." + std::string(key);
+  if (path_.empty()) return std::string(key);
+  const char* join = path_.rfind("line ", 0) == 0 ? ": " : ".";
+  return path_ + join + std::string(key);
 }
 
 void JsonReader::fail(std::string_view key, const std::string& problem) const {
@@ -128,6 +130,26 @@ std::vector<JsonReader> JsonReader::objects(std::string_view key) {
   std::vector<JsonReader> out;
   out.reserve(v.size());
   for (std::size_t i = 0; i < v.size(); ++i) out.emplace_back(v[i], file_, where(key) + "[" + std::to_string(i) + "]");
+  return out;
+}
+
+const nlohmann::json& JsonReader::array(std::string_view key) {
+  const auto& v = get(key);
+  if (!v.is_array()) fail(key, "expected an array" + found(v));
+  return v;
+}
+
+std::vector<std::uint64_t> JsonReader::unsigned_list(std::string_view key) {
+  const auto& v = array(key);
+  std::vector<std::uint64_t> out;
+  out.reserve(v.size());
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    const auto& x = v[i];
+    if (!x.is_number_integer() || (!x.is_number_unsigned() && x.get<std::int64_t>() < 0)) {
+      fail(std::string(key) + "[" + std::to_string(i) + "]", "expected a non-negative integer" + found(x));
+    }
+    out.push_back(x.get<std::uint64_t>());
+  }
   return out;
 }
 

@@ -26,7 +26,8 @@ enum class NumberRule {
 
 class JsonReader {
  public:
-  // `path` is the key path of `object` inside the file ("" at the top). `object` must outlive the reader.
+  // `path` is where `object` is in the file: a key path ("requests[3]", "" at the top) or a line
+  // ("line 12") for line-oriented files. `object` must outlive the reader.
   JsonReader(const nlohmann::json& object, std::string file, std::string path = "");
   // Reads and parses a whole file; its top level must be an object.
   static nlohmann::json parse_file(const std::filesystem::path& file);
@@ -44,6 +45,10 @@ class JsonReader {
   JsonReader object(std::string_view key);
   // An array of objects.
   std::vector<JsonReader> objects(std::string_view key);
+  // An array, as it is (for callers that walk mixed entries themselves).
+  const nlohmann::json& array(std::string_view key);
+  // An array of non-negative integers (ids).
+  std::vector<std::uint64_t> unsigned_list(std::string_view key);
 
   // The keys of this object, in the file's order (for maps keyed by name).
   std::vector<std::string> keys() const;

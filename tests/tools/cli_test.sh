@@ -17,4 +17,5 @@ check 0 "Usage: nvl72emu" "--help prints usage" --help
 check 2 "not expected: --bogus" "an unknown flag exits 2" --bogus
 check 2 "not expected: frobnicate" "an unknown subcommand exits 2" frobnicate
 check 2 "no calibration row matches" "validate --only with no match exits 2" validate --only no_such_row
+check 2 "no such file or folder" "trace stats on a missing trace exits 2" trace stats /no/such/trace.jsonl
 exit $fail

@@ -1,0 +1,24 @@
+#pragma once
+#include <cstdint>
+
+namespace nvl::emu {
+
+// How sessions start and how a session's next request is timed.
+struct ArrivalOptions {
+  enum class Starts {
+    kRecorded,  // replay each session's recorded start (Mooncake, Azure timestamps)
+    kPoisson,   // sessions start as a Poisson process at `sessions_per_s`, in workload order
+  };
+  enum class Pacing {
+    kThinkTime,        // closed loop: previous answer done + think time
+    kRecordedOffsets,  // the recorded pace (session start + offset), never before the previous answer
+  };
+  Starts starts = Starts::kRecorded;
+  Pacing pacing = Pacing::kThinkTime;
+  double sessions_per_s = 1.0;  // Poisson rate before rate_scale
+  double rate_scale = 1.0;      // > 1: sessions start more often (recorded starts are compressed)
+  double time_scale = 1.0;      // multiplies think times, recorded gaps and spawn delays (0.5 = twice as fast)
+  std::uint64_t seed = 1;
+};
+
+}  // namespace nvl::emu

@@ -1,0 +1,103 @@
+#include "emu/workload/workload_source.h"
+
+#include <charconv>
+#include <filesystem>
+#include <fstream>
+
+#include "emu/rt/errors.h"
+#include "emu/workload/azure_trace.h"
+#include "emu/workload/claude_code_trace.h"
+#include "emu/workload/coding_agent_generator.h"
+#include "emu/workload/mooncake_trace.h"
+
+namespace nvl::emu {
+namespace {
+
+constexpr std::string_view kCodexPrefix = "gen:codex";
+constexpr std::uint64_t kDefaultSeed = 1;
+
+std::uint64_t parse_count(const std::string& spec, const std::string& key, const std::string& value) {
+  std::uint64_t v = 0;
+  const auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
+  if (ec != std::errc() || p != value.data() + value.size()) {
+    throw rt::InputError(spec, key, "expected a non-negative integer, got '" + value + "'");
+  }
+  return v;
+}
+
+WorkloadSource generate(const std::string& spec, const LoadOptions& options) {
+  std::string params = spec.substr(kCodexPrefix.size());
+  if (!params.empty() && params[0] != ':') {
+    throw rt::InputError(spec, "", "expected gen:codex[:trials=N,seed=S,profile=PATH]");
+  }
+  std::optional<std::int64_t> trials;
+  std::uint64_t seed = kDefaultSeed;
+  std::string profile_path;
+  std::size_t pos = params.empty() ? std::string::npos : 1;
+  while (pos != std::string::npos && pos < params.size()) {
+    const std::size_t comma = params.find(',', pos);
+    const std::string item = params.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    pos = comma == std::string::npos ? comma : comma + 1;
+    const std::size_t eq = item.find('=');
+    if (eq == std::string::npos) throw rt::InputError(spec, item, "expected key=value");
+    const std::string key = item.substr(0, eq);
+    const std::string value = item.substr(eq + 1);
+    if (key == "trials") {
+      trials = static_cast<std::int64_t>(parse_count(spec, key, value));
+      if (*trials == 0) throw rt::InputError(spec, key, "expected at least 1 trial");
+    } else if (key == "seed") {
+      seed = parse_count(spec, key, value);
+    } else if (key == "profile") {
+      profile_path = value;
+    } else {
+      throw rt::InputError(spec, key, "unknown parameter (expected trials, seed or profile)");
+    }
+  }
+  CodingAgentProfile profile =
+      profile_path.empty() ? CodingAgentProfile::builtin_codex() : CodingAgentProfile::load(profile_path);
+  std::int64_t n = trials.value_or(profile.default_trials);
+  if (options.max_sessions < static_cast<std::size_t>(n)) n = static_cast<std::int64_t>(options.max_sessions);
+  WorkloadSource src;
+  src.workload = CodingAgentGenerator(profile).generate(n, seed);
+  src.profile = std::move(profile);
+  return src;
+}
+
+}  // namespace
+
+WorkloadSource open_workload_source(const std::string& spec, const LoadOptions& options) {
+  if (spec.rfind(kCodexPrefix, 0) == 0) return generate(spec, options);
+  if (spec.rfind("gen:", 0) == 0) throw rt::InputError(spec, "", "unknown generator (expected gen:codex)");
+  const std::filesystem::path path(spec);
+  if (!std::filesystem::exists(path)) throw rt::InputError(spec, "", "no such file or folder");
+  WorkloadSource src;
+  if (std::filesystem::is_directory(path)) {
+    src.workload = load_claude_code_trace(path, options);
+    return src;
+  }
+  const std::string ext = path.extension().string();
+  if (ext == ".jsonl") {
+    src.workload = load_mooncake_trace(path, options);
+  } else if (ext == ".csv") {
+    src.workload = load_azure_trace(path, options);
+  } else if (ext == ".json") {
+    src.workload = load_claude_code_trace(path, options);
+  } else {
+    // Tell by the first line.
+    std::ifstream in(path);
+    std::string first;
+    std::getline(in, first);
+    if (first.rfind("TIMESTAMP,", 0) == 0) {
+      src.workload = load_azure_trace(path, options);
+    } else if (first.find("\"hash_ids\"") != std::string::npos && first.find("\"timestamp\"") != std::string::npos) {
+      src.workload = load_mooncake_trace(path, options);
+    } else if (first.find('{') != std::string::npos) {
+      src.workload = load_claude_code_trace(path, options);
+    } else {
+      throw rt::InputError(spec, "line 1", "cannot tell the trace format (expected Mooncake JSONL, Azure CSV or Claude Code JSON)");
+    }
+  }
+  return src;
+}
+
+}  // namespace nvl::emu
