@@ -43,10 +43,63 @@ bool RankScheduler::cancel(RequestId id) {
   if (it == requests_.end()) return false;
   RequestState* r = &it->second;
   if (kv_.holds(id)) kv_.release(id);
+  if (r->phase == RequestState::Phase::receiving) --receiving_;
   std::erase(waiting_, r);
   std::erase(running_, r);
   requests_.erase(it);
   return true;
+}
+
+std::optional<AdmitPlan> RankScheduler::receive(RequestState request) {
+  if (request.prompt_tokens < 1 || request.max_output_tokens < 1) {
+    throw std::invalid_argument("scheduler: request " + std::to_string(request.id) +
+                                " needs at least one prompt token and one output token");
+  }
+  if (requests_.contains(request.id)) {
+    throw std::logic_error("scheduler: request " + std::to_string(request.id) + " received twice");
+  }
+  // The decode step after the transfer writes one more token: room for it is taken now.
+  const auto plan = kv_.admit(request.id, request.prompt_hashes, request.prompt_tokens + 1);
+  if (!plan) return std::nullopt;
+  const RequestId id = request.id;
+  request.phase = RequestState::Phase::receiving;
+  request.cached_tokens = plan->gpu_hit_tokens + plan->grace_hit_tokens;
+  request.computed_tokens = request.cached_tokens;
+  requests_.emplace(id, std::move(request));
+  ++receiving_;
+  return plan;
+}
+
+StepOutcome RankScheduler::received(RequestId id) {
+  RequestState& r = state(id);
+  if (r.phase != RequestState::Phase::receiving) {
+    throw std::logic_error("scheduler: request " + std::to_string(id) + " was not receiving KV");
+  }
+  --receiving_;
+  r.computed_tokens = r.prompt_tokens;
+  kv_.publish(id, r.prompt_hashes, r.prompt_tokens);
+  r.output_tokens = 1;  // the prefill worker sampled the first token
+  StepOutcome o{id, 1, true, r.done()};
+  if (o.finished) {
+    kv_.release(id);
+    requests_.erase(id);
+    return o;
+  }
+  r.phase = RequestState::Phase::decode;
+  running_.push_back(&r);
+  return o;
+}
+
+void RankScheduler::receive_failed(RequestId id) {
+  RequestState& r = state(id);
+  if (r.phase != RequestState::Phase::receiving) {
+    throw std::logic_error("scheduler: request " + std::to_string(id) + " was not receiving KV");
+  }
+  --receiving_;
+  kv_.release(id);
+  r.phase = RequestState::Phase::waiting;
+  r.computed_tokens = 0;
+  waiting_.push_front(&r);
 }
 
 std::int64_t RankScheduler::tokens_in_flight() const {

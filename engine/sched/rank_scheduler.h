@@ -8,6 +8,7 @@
 #include <functional>
 #include <unordered_map>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "engine/kv/kv_cache_manager.h"
@@ -41,6 +42,14 @@ class RankScheduler {
   // Removes a request wherever it is, freeing its KV. False when unknown.
   bool cancel(RequestId id);
 
+  // P/D: takes KV blocks for a request whose prompt another worker prefills. nullopt (nothing taken)
+  // when the cache cannot hold it now; otherwise what is already cached here (needs no transfer).
+  std::optional<AdmitPlan> receive(RequestState request);
+  // The transferred KV is in place: the request joins decode with its first token delivered.
+  StepOutcome received(RequestId id);
+  // The transfer failed for good: the request is prefilled here instead (it never disappears).
+  void receive_failed(RequestId id);
+
   // Plans the next step (and takes its KV). An empty plan means nothing can run now.
   StepPlan plan_step();
   // The step ran: advance every item. accepted_drafts(id) says how many MTP drafts each decode kept.
@@ -48,8 +57,9 @@ class RankScheduler {
                                          const std::function<std::int64_t(RequestId)>& accepted_drafts);
 
   std::size_t waiting() const { return waiting_.size(); }
+  std::size_t receiving() const { return receiving_; }
   std::size_t running() const { return running_.size(); }
-  bool idle() const { return waiting_.empty() && running_.empty(); }
+  bool idle() const { return waiting_.empty() && running_.empty() && receiving_ == 0; }
   // Tokens the running requests hold in KV (for load reports).
   std::int64_t tokens_in_flight() const;
   const RequestState* find(RequestId id) const;
@@ -66,6 +76,7 @@ class RankScheduler {
   std::unordered_map<RequestId, RequestState> requests_;  // looked up, never iterated
   std::deque<RequestState*> waiting_;
   std::vector<RequestState*> running_;  // admission order: the newest is preempted first
+  std::size_t receiving_ = 0;
 };
 
 }  // namespace nvl::engine

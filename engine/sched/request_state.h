@@ -10,7 +10,8 @@
 namespace nvl::engine {
 
 struct RequestState {
-  enum class Phase : std::uint8_t { waiting, prefill, decode, finished };
+  // receiving: its prompt's KV is being transferred in from a prefill worker; it is not scheduled.
+  enum class Phase : std::uint8_t { waiting, prefill, receiving, decode, finished };
 
   RequestId id = 0;
   rt::Time arrival;

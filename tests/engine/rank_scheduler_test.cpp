@@ -171,6 +171,40 @@ TEST(RankScheduler, APromptLargerThanTheWholeCacheIsRejectedNotStalled) {
   EXPECT_EQ(p.items[0].id, 2u);
 }
 
+TEST(RankScheduler, ReceivedKvJoinsDecodeWithItsFirstTokenDelivered) {
+  auto kv = make_kv(16);
+  RankScheduler s(kv, SchedulerConfig{.token_budget = 100}, nullptr);
+  const auto plan = s.receive(request(1, 12, 4));
+  ASSERT_TRUE(plan);
+  EXPECT_EQ(plan->compute_tokens, 13);  // nothing cached here: the whole prompt arrives (+ the next token's slot)
+  EXPECT_EQ(kv.gpu().used_blocks(), 4);
+  EXPECT_TRUE(s.plan_step().empty()) << "a receiving request is not scheduled";
+  EXPECT_FALSE(s.idle());
+  const StepOutcome first = s.received(1);
+  EXPECT_TRUE(first.first_token);
+  EXPECT_EQ(first.new_output_tokens, 1);
+  const StepPlan p = s.plan_step();
+  ASSERT_EQ(p.items.size(), 1u);
+  EXPECT_TRUE(p.items[0].decode);
+  EXPECT_EQ(p.items[0].context_tokens, 12);
+  const auto [delivered, steps] = drain(s);
+  EXPECT_EQ(delivered.at(1) + 1, 4);
+  EXPECT_EQ(kv.gpu().used_blocks(), 0);
+  // Its prompt blocks were published: a second request with the same prompt finds them.
+  EXPECT_EQ(kv.match(request(1, 12, 4).prompt_hashes).gpu_blocks, 3);
+}
+
+TEST(RankScheduler, ReceiveWaitsForRoomAndAFailedTransferIsPrefilledHere) {
+  auto kv = make_kv(4);
+  RankScheduler s(kv, SchedulerConfig{.token_budget = 100}, nullptr);
+  ASSERT_TRUE(s.receive(request(1, 12, 3)));
+  EXPECT_FALSE(s.receive(request(2, 8, 3))) << "no room: nothing taken";
+  EXPECT_FALSE(s.find(2));
+  s.receive_failed(1);
+  const auto [delivered, steps] = drain(s);
+  EXPECT_EQ(delivered.at(1), 3) << "re-prefilled locally, every token delivered";
+}
+
 TEST(RankScheduler, BadRequestsAndConfigsAreRejected) {
   auto kv = make_kv(8);
   EXPECT_THROW(RankScheduler(kv, SchedulerConfig{.token_budget = 0}, nullptr), std::invalid_argument);
