@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "engine/router/prefix_index.h"
+#include "engine/router/router.h"
 #include "engine/router/routing_policy.h"
 
 namespace nvl::engine {
@@ -67,6 +68,45 @@ TEST(RoutingPolicy, CacheAwareRebalancesWhenRanksDrift) {
   std::vector<RankMatch> matches = {{10, 10}, {0, 0}};
   EXPECT_EQ(make_routing_policy("cache_aware")->choose(RouteInput{loads, matches, 10}), 1);
   EXPECT_THROW(make_routing_policy("random"), std::invalid_argument);
+}
+
+TEST(Router, ShortUncachedPromptsStayOnTheRankLongOnesGoToThePrefillWorker) {
+  Router router(2, RouterConfig{});  // threshold 2,048 tokens, 64-token blocks
+  std::vector<RankLoad> loads(2);
+  std::vector<BlockHash> prompt;
+  for (BlockHash h = 1; h <= 100; ++h) prompt.push_back(h);  // 6,400 tokens
+  auto d = router.route(prompt, 6'400, loads);
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->path, PrefillPath::prefill_worker);
+  EXPECT_EQ(d->uncached_tokens, 6'400);
+  // Rank 1 now holds the first 80 blocks (5,120 tokens): 1,280 left to compute, under the threshold.
+  for (BlockHash h = 1; h <= 80; ++h) router.on_kv_event(stored(1, h));
+  d = router.route(prompt, 6'400, loads);
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->path, PrefillPath::local);
+  EXPECT_EQ(d->cached_tokens, 5'120);
+  EXPECT_EQ(d->rank, 1) << "cache-aware: the rank holding the prefix";
+  EXPECT_EQ(router.routed(PrefillPath::local), 1u);
+  EXPECT_EQ(router.routed(PrefillPath::prefill_worker), 1u);
+  // Exactly at the threshold goes to the prefill worker.
+  router.restart();
+  std::vector<BlockHash> at_threshold(prompt.begin(), prompt.begin() + 32);
+  EXPECT_EQ(router.route(at_threshold, 2'048, loads)->path, PrefillPath::prefill_worker);
+  EXPECT_EQ(router.route(at_threshold, 2'047, loads)->path, PrefillPath::local);
+}
+
+TEST(Router, WithoutAPrefillWorkerEverythingIsLocalAndNoHealthyRankIsNoRoute) {
+  RouterConfig local_only;
+  local_only.prefill_worker = false;
+  Router router(2, local_only);
+  std::vector<RankLoad> loads(2);
+  const std::vector<BlockHash> prompt(200, 7);
+  EXPECT_EQ(router.route(prompt, 12'800, loads)->path, PrefillPath::local);
+  for (auto& l : loads) l.healthy = false;
+  EXPECT_FALSE(router.route(prompt, 12'800, loads));
+  RouterConfig negative;
+  negative.prefill_threshold_tokens = -1;
+  EXPECT_THROW(Router(2, negative), std::invalid_argument);
 }
 
 }  // namespace
