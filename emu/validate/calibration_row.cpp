@@ -9,6 +9,19 @@ double CalibrationRow::error_pct() const {
   return (emulated - published) / published * 100.0;
 }
 
+CalibrationRow row(std::string id, std::string name, std::string unit, std::string source, double published,
+                   double emulated, double tolerance_pct) {
+  CalibrationRow r;
+  r.id = std::move(id);
+  r.name = std::move(name);
+  r.unit = std::move(unit);
+  r.source = std::move(source);
+  r.published = published;
+  r.emulated = emulated;
+  r.tolerance_pct = tolerance_pct;
+  return r;
+}
+
 bool CalibrationRow::pass() const {
   if (!std::isfinite(emulated)) return false;
   if (tolerance_abs) return std::fabs(emulated - published) <= *tolerance_abs;

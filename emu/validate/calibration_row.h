@@ -21,4 +21,8 @@ struct CalibrationRow {
   bool pass() const;
 };
 
+// A row held to a relative tolerance.
+CalibrationRow row(std::string id, std::string name, std::string unit, std::string source, double published,
+                   double emulated, double tolerance_pct);
+
 }  // namespace nvl::emu

@@ -69,19 +69,6 @@ double decode_tokens_per_s_per_gpu(const DecodeSetup& s) {
   return static_cast<double>(decoded) / (last - decode_start).seconds() / s.gpus;
 }
 
-CalibrationRow row(std::string id, std::string name, std::string unit, std::string source, double published,
-                   double emulated, double tolerance_pct) {
-  CalibrationRow r;
-  r.id = std::move(id);
-  r.name = std::move(name);
-  r.unit = std::move(unit);
-  r.source = std::move(source);
-  r.published = published;
-  r.emulated = emulated;
-  r.tolerance_pct = tolerance_pct;
-  return r;
-}
-
 void v6_rows(std::vector<CalibrationRow>& rows) {
   rt::VirtualRuntime rt;
   EmulatedCluster cluster(rt, "gb300", "gb300-nvl72", 64);

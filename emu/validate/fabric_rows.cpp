@@ -32,19 +32,6 @@ double a2a_us(const ClusterSpec& spec, int ep, std::uint64_t tokens, std::uint64
   return fabric::time_collective(spec, first_gpus(ep), fabric::uniform_all_to_all(ep, per_pair, role)).microseconds();
 }
 
-CalibrationRow row(std::string id, std::string name, std::string unit, std::string source, double published,
-                   double emulated, double tolerance_pct) {
-  CalibrationRow r;
-  r.id = std::move(id);
-  r.name = std::move(name);
-  r.unit = std::move(unit);
-  r.source = std::move(source);
-  r.published = published;
-  r.emulated = emulated;
-  r.tolerance_pct = tolerance_pct;
-  return r;
-}
-
 void trtllm_rows(std::vector<CalibrationRow>& rows) {
   const ClusterSpec spec = fabric::make_cluster("gb200-nvl72", 1);
   struct Cell {
