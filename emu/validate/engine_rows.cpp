@@ -1,6 +1,7 @@
 #include "emu/validate/engine_rows.h"
 
 #include <string>
+#include <utility>
 
 #include "emu/cluster/emulated_cluster.h"
 #include "emu/rt/virtual_runtime.h"
@@ -69,6 +70,47 @@ double decode_tokens_per_s_per_gpu(const DecodeSetup& s) {
   return static_cast<double>(decoded) / (last - decode_start).seconds() / s.gpus;
 }
 
+// Prefill throughput of the normal group as SGLang's P/D prefill runs DeepSeek-V3 (V1): 4 x 8 H100 over
+// IB, DP attention + EP32, 16,384 tokens per GPU per step, two-batch overlap; every rank gets two
+// steps' worth of `prompt`-token requests that finish at their first token (the KV leaves for decode).
+// Input tokens per second per node.
+double v1_prefill_tokens_per_s_per_node(std::int64_t prompt) {
+  constexpr int kGpus = 32, kNodes = 4, kSteps = 2;
+  constexpr std::int64_t kTokensPerGpu = 16'384;
+  rt::VirtualRuntime rt;
+  EmulatedCluster cluster(rt, "h100", "hgx-h100", kGpus, kNodes);
+  const engine::ModelProfile model = engine::load_model_profile(engine::model_profile_path("deepseek-v3"));
+  NormalGroupConfig cfg;
+  cfg.kv_dtype = hal::DType::bf16;
+  cfg.two_batch_overlap = true;
+  cfg.scheduler.token_budget = kTokensPerGpu;
+  cfg.scheduler.chunk_tokens = kTokensPerGpu;
+  cfg.scheduler.max_running = kTokensPerGpu / prompt;
+  std::int64_t prefilled = 0;
+  rt::Time last;
+  NormalWorkerGroup group(
+      rt, model, cluster.devices(0, kGpus), cluster.collectives(), cfg,
+      [&](std::int32_t, const StepOutcome& o) {
+        if (!o.finished) return;
+        prefilled += prompt;
+        last = rt.now();
+      },
+      [](std::int32_t, engine::RequestId, const std::string& why) { throw std::runtime_error(why); });
+  group.start();
+  engine::RequestId id = 1;
+  for (std::int32_t r = 0; r < kGpus; ++r) {
+    for (std::int64_t b = 0; b < kSteps * kTokensPerGpu / prompt; ++b) {
+      RequestState q;
+      q.id = id++;
+      q.prompt_tokens = prompt;
+      q.max_output_tokens = 1;
+      group.submit(r, std::move(q));
+    }
+  }
+  rt.run();
+  return static_cast<double>(prefilled) / last.since_start().seconds() / kNodes;
+}
+
 void v6_rows(std::vector<CalibrationRow>& rows) {
   rt::VirtualRuntime rt;
   EmulatedCluster cluster(rt, "gb300", "gb300-nvl72", 64);
@@ -95,6 +137,15 @@ void v6_rows(std::vector<CalibrationRow>& rows) {
 std::vector<CalibrationRow> engine_calibration_rows() {
   std::vector<CalibrationRow> rows;
   v6_rows(rows);
+  // V1: SGLang DeepSeek-V3 prefill, 4 x 8 H100, EP32 with DP attention, 16,384 tokens per GPU, TBO.
+  const std::pair<const char*, std::pair<std::int64_t, double>> v1[] = {
+      {"1k", {1'024, 57'674}}, {"2k", {2'048, 54'543}}, {"4k", {4'096, 50'302}}};
+  for (const auto& [tag, setup] : v1) {
+    rows.push_back(row(std::string("v1_prefill_h100_") + tag,
+                       std::string("SGLang DeepSeek-V3 prefill, 4x8 H100, EP32, 16,384 tokens/GPU, TBO, ") + tag +
+                           " prompts: input tok/s per node",
+                       "tok/s/node", "REFERENCE.md §3 V1", setup.second, v1_prefill_tokens_per_s_per_node(setup.first), 15));
+  }
   // V2: SGLang DeepSeek-V3 decode, 9 x 8 H100 (IB 400 Gb/GPU), EP72 (with 32 redundant experts so 288
   // slots spread over 72), batch 256 per GPU, KV length 2,000 (BF16 KV, SGLang's default).
   const double v2 = decode_tokens_per_s_per_gpu(DecodeSetup{"h100", "hgx-h100", "deepseek-v3", 72, 9, 32, 256, 2'000});

@@ -1,6 +1,8 @@
 #include "engine/exec/step_graph_builder.h"
 
+#include <algorithm>
 #include <stdexcept>
+#include <string>
 
 namespace nvl::engine {
 
@@ -33,11 +35,12 @@ hal::Graph StepGraphBuilder::moe_layer(const RankBatch& batch, std::span<const s
   kernels_.moe_gate_and_shared(n, ks);
   add_kernels(layer, ks);
   if (opts_.ep_group) {
+    const std::int64_t sent = tokens_per_rank[static_cast<std::size_t>(opts_.rank)];
     hal::CollectiveOp dispatch;
     dispatch.kind = hal::CollectiveKind::all_to_all;
     dispatch.role = hal::AllToAllRole::moe_dispatch;
     dispatch.name = "moe.dispatch";
-    dispatch.send_bytes = traffic_->dispatch_row(opts_.rank, n, kernels_.dispatch_bytes_per_token());
+    dispatch.send_bytes = traffic_->dispatch_row(opts_.rank, sent, kernels_.dispatch_bytes_per_token());
     layer.add(hal::CollectiveCall{opts_.ep_group, opts_.rank, std::move(dispatch)});
     kernels_.routed_experts(traffic_->expert_tokens(opts_.rank, tokens_per_rank), opts_.local_experts, ks);
     add_kernels(layer, ks);
@@ -47,8 +50,12 @@ hal::Graph StepGraphBuilder::moe_layer(const RankBatch& batch, std::span<const s
     combine.name = "moe.combine";
     combine.send_bytes = traffic_->combine_row(opts_.rank, tokens_per_rank, kernels_.combine_bytes_per_token());
     layer.add(hal::CollectiveCall{opts_.ep_group, opts_.rank, std::move(combine)});
+    add_all_reduce(layer, "moe.all_reduce", n);
   } else {
-    kernels_.routed_experts(n * kernels_.model().num_experts_per_tok, opts_.local_experts, ks);
+    // Without EP each rank holds 1/tp of every expert: the FLOPs and weight bytes of 1/tp of the
+    // experts over all of the batch's token copies.
+    const std::int64_t tp = opts_.tp_group ? static_cast<std::int64_t>(opts_.tp_group->members().size()) : 1;
+    kernels_.routed_experts((n * kernels_.model().num_experts_per_tok + tp - 1) / tp, opts_.local_experts / tp, ks);
     add_kernels(layer, ks);
     add_all_reduce(layer, "moe.all_reduce", n);
   }
@@ -57,25 +64,44 @@ hal::Graph StepGraphBuilder::moe_layer(const RankBatch& batch, std::span<const s
 
 hal::Graph StepGraphBuilder::build(const RankBatch& batch, std::span<const std::int64_t> tokens_per_rank) const {
   const ModelProfile& m = kernels_.model();
+  hal::Graph g = build_layers(batch, tokens_per_rank, 0, m.num_hidden_layers, true);
+  if (opts_.mtp && m.num_nextn_predict_layers > 0) {
+    // The MTP module is one more MoE decoder layer over the batch, then its own head.
+    std::vector<hal::KernelDesc> ks;
+    g.add_repeat(moe_layer(batch, tokens_per_rank), static_cast<std::size_t>(m.num_nextn_predict_layers));
+    kernels_.head(batch.sampled_tokens(), ks);
+    add_kernels(g, ks);
+  }
+  return g;
+}
+
+hal::Graph StepGraphBuilder::build_layers(const RankBatch& batch, std::span<const std::int64_t> tokens_per_rank,
+                                          std::int64_t first_layer, std::int64_t end_layer, bool with_head) const {
+  const ModelProfile& m = kernels_.model();
+  if (first_layer < 0 || end_layer > m.num_hidden_layers || first_layer > end_layer) {
+    throw std::invalid_argument("step graph: layers [" + std::to_string(first_layer) + ", " + std::to_string(end_layer) +
+                                ") are not within the model's " + std::to_string(m.num_hidden_layers));
+  }
+  if (tokens_per_rank.size() <= static_cast<std::size_t>(opts_.rank)) {
+    throw std::invalid_argument("step graph: tokens_per_rank has no entry for rank " + std::to_string(opts_.rank));
+  }
   hal::Graph g("step");
   std::vector<hal::KernelDesc> ks;
   const std::int64_t n = batch.tokens();
-  if (m.first_k_dense_replace > 0 && n > 0) {
-    hal::Graph dense("dense_layer");
+  const std::int64_t dense = std::max<std::int64_t>(0, std::min(end_layer, m.first_k_dense_replace) - first_layer);
+  if (dense > 0 && n > 0) {
+    hal::Graph layer("dense_layer");
     kernels_.attention(batch, ks);
-    add_kernels(dense, ks);
-    add_all_reduce(dense, "attn.all_reduce", n);
+    add_kernels(layer, ks);
+    add_all_reduce(layer, "attn.all_reduce", n);
     kernels_.dense_ffn(n, ks);
-    add_kernels(dense, ks);
-    add_all_reduce(dense, "ffn.all_reduce", n);
-    g.add_repeat(std::move(dense), static_cast<std::size_t>(m.first_k_dense_replace));
+    add_kernels(layer, ks);
+    add_all_reduce(layer, "ffn.all_reduce", n);
+    g.add_repeat(std::move(layer), static_cast<std::size_t>(dense));
   }
-  g.add_repeat(moe_layer(batch, tokens_per_rank), static_cast<std::size_t>(m.moe_layers()));
-  kernels_.head(batch.sampled_tokens(), ks);
-  add_kernels(g, ks);
-  if (opts_.mtp && m.num_nextn_predict_layers > 0) {
-    // The MTP module is one more MoE decoder layer over the batch, then its own head.
-    g.add_repeat(moe_layer(batch, tokens_per_rank), static_cast<std::size_t>(m.num_nextn_predict_layers));
+  const std::int64_t moe = end_layer - std::max(first_layer, m.first_k_dense_replace);
+  if (moe > 0) g.add_repeat(moe_layer(batch, tokens_per_rank), static_cast<std::size_t>(moe));
+  if (with_head) {
     kernels_.head(batch.sampled_tokens(), ks);
     add_kernels(g, ks);
   }

@@ -3,7 +3,9 @@
 // repeated body (attention, gate and shared expert, dispatch, routed experts, combine), the MTP
 // layer when drafting, and the head. Under DP attention + EP each rank attends over its own batch
 // and the EP all-to-alls join the ranks every layer; under TP the layer's outputs are all-reduced
-// over the TP group instead.
+// over the TP group instead. Under TP + EP every rank holds the whole batch after the attention's
+// all-reduce and dispatches only its own slice of it (tokens_per_rank[rank]); one all-reduce after
+// the combine then sums the shared expert's TP parts and every slice's routed output.
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -29,6 +31,10 @@ class StepGraphBuilder {
 
   // `tokens_per_rank`: every EP rank's token count this step (all DP ranks step together).
   hal::Graph build(const RankBatch& batch, std::span<const std::int64_t> tokens_per_rank) const;
+  // Layers [first_layer, end_layer) of the main model only, then the head when `with_head`: a step
+  // cut into layer groups, so the host learns when each group's KV is written.
+  hal::Graph build_layers(const RankBatch& batch, std::span<const std::int64_t> tokens_per_rank,
+                          std::int64_t first_layer, std::int64_t end_layer, bool with_head) const;
 
  private:
   void add_kernels(hal::Graph& g, std::vector<hal::KernelDesc>& ks) const;

@@ -1,9 +1,11 @@
 #include "engine/worker/normal_worker_group.h"
 
 #include <algorithm>
+#include <array>
 #include <stdexcept>
 #include <string>
 
+#include "engine/exec/two_batch_split.h"
 #include "engine/model/activation_reserve.h"
 #include "engine/model/kv_footprint.h"
 
@@ -39,6 +41,9 @@ NormalWorkerGroup::NormalWorkerGroup(rt::Runtime& rt, const ModelProfile& model,
     placement_.emplace(load, n, cfg_.redundant_experts);
     traffic_.emplace(*placement_, load, model.num_experts_per_tok);
     ep_group_ = collectives.create_group("ep" + std::to_string(n), ids);
+    if (cfg_.two_batch_overlap) ep_group_b_ = collectives.create_group("ep" + std::to_string(n) + "-tbo", ids);
+  } else if (cfg_.two_batch_overlap) {
+    throw std::invalid_argument("normal worker group: two-batch overlap needs expert parallelism (two or more GPUs)");
   }
 
   ranks_.resize(static_cast<std::size_t>(n));
@@ -78,8 +83,21 @@ NormalWorkerGroup::NormalWorkerGroup(rt::Runtime& rt, const ModelProfile& model,
                          .rank = static_cast<std::int32_t>(r),
                          .local_experts = weights_.expert_slots,
                          .mtp = cfg_.scheduler.draft_tokens > 0});
+    if (cfg_.two_batch_overlap) {
+      rank.stream_b = &rank.device->create_stream(tag + " micro-batch 2");
+      rank.copies_done = rank.device->create_event(tag + " KV copies");
+      rank.builder_b = std::make_unique<StepGraphBuilder>(
+          kernels_, &*traffic_,
+          StepGraphOptions{.ep_group = ep_group_b_,
+                           .tp_group = nullptr,
+                           .rank = static_cast<std::int32_t>(r),
+                           .local_experts = weights_.expert_slots,
+                           .mtp = cfg_.scheduler.draft_tokens > 0});
+    }
   }
   tokens_.resize(static_cast<std::size_t>(n));
+  tokens_a_.resize(static_cast<std::size_t>(n));
+  tokens_b_.resize(static_cast<std::size_t>(n));
 }
 
 void NormalWorkerGroup::start() {
@@ -139,17 +157,50 @@ std::int64_t NormalWorkerGroup::accepted_drafts() {
   return kept;
 }
 
+bool NormalWorkerGroup::two_batch_step() const {
+  if (!cfg_.two_batch_overlap) return false;
+  std::int64_t prefill = 0, decode = 0;
+  for (const Rank& r : ranks_) {
+    prefill += r.plan.prefill_tokens;
+    decode += r.plan.decode_tokens;
+  }
+  return prefill > decode;
+}
+
+void NormalWorkerGroup::launch_two_batches() {
+  std::vector<std::array<RankBatch, 2>> micro;
+  micro.reserve(ranks_.size());
+  for (std::size_t i = 0; i < ranks_.size(); ++i) {
+    micro.push_back(split_two_batches(ranks_[i].batch));
+    tokens_a_[i] = micro.back()[0].tokens();
+    tokens_b_[i] = micro.back()[1].tokens();
+  }
+  for (std::size_t i = 0; i < ranks_.size(); ++i) {
+    Rank& r = ranks_[i];
+    // Both micro-batches start after the step's KV loads (issued on the first stream).
+    r.stream->record(*r.copies_done);
+    r.stream_b->wait(*r.copies_done);
+    r.stream->launch(r.device->instantiate(r.builder->build(micro[i][0], tokens_a_)));
+    r.stream_b->launch(r.device->instantiate(r.builder_b->build(micro[i][1], tokens_b_)));
+  }
+}
+
 void NormalWorkerGroup::loop() {
   for (;;) {
     if (!plan_all()) {
       work_.wait();
       continue;
     }
+    const bool tbo = two_batch_step();
     for (Rank& r : ranks_) {
       issue_kv_copies(r);
-      r.stream->launch(r.device->instantiate(r.builder->build(r.batch, tokens_)));
+      if (!tbo) r.stream->launch(r.device->instantiate(r.builder->build(r.batch, tokens_)));
     }
-    for (Rank& r : ranks_) r.stream->synchronize();
+    if (tbo) launch_two_batches();
+    for (Rank& r : ranks_) {
+      r.stream->synchronize();
+      if (r.stream_b != nullptr) r.stream_b->synchronize();
+    }
     for (std::size_t i = 0; i < ranks_.size(); ++i) {
       Rank& r = ranks_[i];
       for (const StepOutcome& o : r.sched->complete_step(r.plan, [this](RequestId) { return accepted_drafts(); })) {

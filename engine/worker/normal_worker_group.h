@@ -38,6 +38,9 @@ struct NormalGroupConfig {
   std::string scheduling_policy = "fcfs";
   std::int64_t redundant_experts = 0;
   double expert_skew = 0;  // Zipf skew of expert popularity (0: uniform)
+  // Two-batch overlap on prefill-heavy steps (more prefill than decode tokens over the group): each
+  // rank's batch runs as two micro-batches on two streams, one's all-to-all beside the other's compute.
+  bool two_batch_overlap = false;
 };
 
 // What a step delivered to a request on a rank, with the time it happened.
@@ -76,12 +79,17 @@ class NormalWorkerGroup {
     std::unique_ptr<KvCacheManager> kv;
     std::unique_ptr<RankScheduler> sched;
     std::unique_ptr<StepGraphBuilder> builder;
+    hal::Stream* stream_b = nullptr;  // two-batch overlap: the second micro-batch's stream and builder
+    std::unique_ptr<StepGraphBuilder> builder_b;
+    std::shared_ptr<hal::GpuEvent> copies_done;
     StepPlan plan;
     RankBatch batch;
   };
   void loop();
   bool plan_all();
   void issue_kv_copies(Rank& r);
+  bool two_batch_step() const;
+  void launch_two_batches();
   std::int64_t accepted_drafts();
 
   rt::Runtime& rt_;
@@ -98,8 +106,10 @@ class NormalWorkerGroup {
   std::optional<ExpertPlacement> placement_;
   std::optional<MoeTraffic> traffic_;
   std::shared_ptr<hal::CommGroup> ep_group_;
+  std::shared_ptr<hal::CommGroup> ep_group_b_;  // the second micro-batch's all-to-alls
   std::vector<Rank> ranks_;
   std::vector<std::int64_t> tokens_;
+  std::vector<std::int64_t> tokens_a_, tokens_b_;  // per micro-batch, under two-batch overlap
   rt::Condition work_;
   std::uint64_t steps_ = 0;
   bool started_ = false;

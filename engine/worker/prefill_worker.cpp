@@ -1,0 +1,171 @@
+#include "engine/worker/prefill_worker.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "engine/model/activation_reserve.h"
+#include "engine/model/kv_footprint.h"
+
+namespace nvl::engine {
+
+namespace {
+
+// The TP degree (the GPU count), checked before anything is split by it.
+std::int64_t checked_tp(const ModelProfile& model, std::size_t gpus) {
+  const auto tp = static_cast<std::int64_t>(gpus);
+  if (tp < 1) throw std::invalid_argument("prefill worker: needs at least one GPU");
+  if (model.num_attention_heads % tp != 0) {
+    throw std::invalid_argument("prefill worker: TP " + std::to_string(tp) + " does not divide " + model.name + "'s " +
+                                std::to_string(model.num_attention_heads) + " attention heads");
+  }
+  return tp;
+}
+
+}  // namespace
+
+PrefillWorker::PrefillWorker(rt::Runtime& rt, const ModelProfile& model, std::vector<hal::Device*> devices,
+                             hal::Collectives& collectives, PrefillWorkerConfig cfg, PrefillDoneSink on_done,
+                             KvReadySink on_kv_ready, PrefillRejectSink on_reject)
+    : rt_(rt),
+      model_(model),
+      cfg_(std::move(cfg)),
+      on_done_(std::move(on_done)),
+      on_kv_ready_(std::move(on_kv_ready)),
+      on_reject_(std::move(on_reject)),
+      kernels_(model, checked_tp(model, devices.size()), cfg_.weights, cfg_.kv_dtype),
+      work_(rt, "prefill worker: new requests") {
+  const std::int64_t tp = checked_tp(model, devices.size());
+  if (cfg_.kv_layer_groups < 1) throw std::invalid_argument("prefill worker: kv_layer_groups must be at least 1");
+  if (cfg_.scheduler.draft_tokens != 0) throw std::invalid_argument("prefill worker: a prefill step drafts no MTP tokens");
+  const bool ep = cfg_.expert_parallel && tp > 1;
+  weights_ = weight_footprint_per_gpu(model, ParallelLayout{.tp = tp, .dp = 1, .ep = ep ? tp : 1}, cfg_.weights);
+
+  const KvBytesPerToken kv = kv_bytes_per_token(model, cfg_.kv_dtype);
+  kv_per_layer_token_ = kv.per_layer();
+  // MLA keeps one latent per token that every head reads, so each TP rank holds all of it (the reason
+  // SGLang runs DeepSeek attention data-parallel); GQA's KV heads split over the ranks when tp divides them.
+  const bool split = !model.is_mla() && model.num_key_value_heads % tp == 0;
+  kv_per_gpu_token_ = split ? kv.total() / static_cast<std::uint64_t>(tp) : kv.total();
+  const std::uint64_t gpu_block_bytes = kv_per_gpu_token_ * static_cast<std::uint64_t>(cfg_.block_tokens);
+  reserve_bytes_ = cfg_.activation_reserve_bytes.value_or(
+      estimate_activation_reserve(model, cfg_.scheduler.token_budget, cfg_.scheduler.max_running, tp).total_bytes());
+
+  std::vector<hal::DeviceId> ids;
+  for (hal::Device* d : devices) ids.push_back(d->id());
+  if (tp > 1) tp_group_ = collectives.create_group("prefill-tp" + std::to_string(tp), ids);
+  if (ep) {
+    rt::Rng& rng = rt.rng("prefill-expert-popularity");
+    const ExpertLoad load = cfg_.expert_skew > 0 ? skewed_expert_load(model.n_routed_experts, cfg_.expert_skew, rng)
+                                                 : ExpertLoad(static_cast<std::size_t>(model.n_routed_experts),
+                                                              1.0 / static_cast<double>(model.n_routed_experts));
+    placement_.emplace(load, tp, 0);
+    traffic_.emplace(*placement_, load, model.num_experts_per_tok);
+    ep_group_ = collectives.create_group("prefill-ep" + std::to_string(tp), ids);
+  }
+
+  // Every GPU holds the same share, so the smallest HBM sets the block count of the whole worker.
+  std::int64_t blocks = -1;
+  gpus_.resize(static_cast<std::size_t>(tp));
+  for (std::int64_t r = 0; r < tp; ++r) {
+    Gpu& g = gpus_[static_cast<std::size_t>(r)];
+    g.device = devices[static_cast<std::size_t>(r)];
+    const std::string tag = "prefill rank " + std::to_string(r);
+    g.weights = g.device->memory().allocate(weights_.total_bytes(), tag + " weights");
+    const std::uint64_t reserve = weights_.total_bytes() + reserve_bytes_;
+    const std::uint64_t capacity = g.device->memory().capacity_bytes();
+    if (reserve >= capacity) {
+      throw hal::HalError(g.device->id(), "reserve activations", hal::Xid::none,
+                          "weights and activation reserve (" + std::to_string(reserve) +
+                              " bytes) leave no room for KV in " + std::to_string(capacity) + " bytes of HBM");
+    }
+    const auto here = static_cast<std::int64_t>((capacity - reserve) / gpu_block_bytes);
+    blocks = blocks < 0 ? here : std::min(blocks, here);
+    g.stream = &g.device->create_stream(tag);
+    g.builder = std::make_unique<StepGraphBuilder>(kernels_, traffic_ ? &*traffic_ : nullptr,
+                                                   StepGraphOptions{.ep_group = ep_group_,
+                                                                    .tp_group = tp_group_,
+                                                                    .rank = static_cast<std::int32_t>(r),
+                                                                    .local_experts = weights_.expert_slots,
+                                                                    .mtp = false});
+  }
+  kv_bytes_per_gpu_ = static_cast<std::uint64_t>(blocks) * gpu_block_bytes;
+  for (Gpu& g : gpus_) g.kv = g.device->memory().allocate(kv_bytes_per_gpu_, "prefill KV");
+  // The cache counts a block by the request's KV it holds (one copy), which is what a transfer moves.
+  kv_ = std::make_unique<KvCacheManager>(KvCacheConfig{.rank = 0,
+                                                       .gpu_blocks = blocks,
+                                                       .grace_blocks = 0,
+                                                       .block_tokens = cfg_.block_tokens,
+                                                       .block_bytes = kv.total() * static_cast<std::uint64_t>(cfg_.block_tokens),
+                                                       .grace_policy = GraceTierPolicy::off});
+  sched_ = std::make_unique<RankScheduler>(*kv_, cfg_.scheduler, make_scheduling_policy(cfg_.scheduling_policy));
+  tokens_.resize(static_cast<std::size_t>(tp));
+}
+
+void PrefillWorker::start() {
+  if (started_) throw std::logic_error("prefill worker started twice");
+  started_ = true;
+  rt_.spawn("prefill-worker", [this] { loop(); }, rt::SpawnOptions{.daemon = true});
+}
+
+void PrefillWorker::submit(RequestState request) {
+  request.max_output_tokens = 1;
+  sched_->enqueue(std::move(request));
+  work_.notify_all();
+}
+
+bool PrefillWorker::cancel(RequestId id) { return sched_->cancel(id); }
+
+void PrefillWorker::launch_step(const StepPlan& plan) {
+  batch_.prefills.clear();
+  batch_.decodes.clear();
+  struct Finishing {
+    RequestId id;
+    std::int64_t prompt_tokens;
+  };
+  std::vector<Finishing> finishing;
+  for (const StepItem& item : plan.items) {
+    batch_.prefills.push_back(PrefillSpan{item.context_tokens, item.new_tokens, item.last_chunk});
+    if (item.last_chunk) finishing.push_back(Finishing{item.id, item.context_tokens + item.new_tokens});
+  }
+  // Under EP each rank dispatches its own slice of the (TP-replicated) batch.
+  const std::int64_t n = batch_.tokens();
+  const auto tp = static_cast<std::int64_t>(gpus_.size());
+  for (std::int64_t r = 0; r < tp; ++r) tokens_[static_cast<std::size_t>(r)] = n * (r + 1) / tp - n * r / tp;
+
+  const std::int64_t layers = model_.num_hidden_layers;
+  const std::int64_t groups = finishing.empty() ? 1 : std::min(cfg_.kv_layer_groups, layers);
+  for (std::int64_t k = 0; k < groups; ++k) {
+    const std::int64_t first = layers * k / groups, end = layers * (k + 1) / groups;
+    for (Gpu& g : gpus_) {
+      g.stream->launch(g.device->instantiate(g.builder->build_layers(batch_, tokens_, first, end, k + 1 == groups)));
+    }
+    if (finishing.empty()) continue;
+    // The group's collectives align the ranks, so rank 0's stream tells when every rank's layers are done.
+    gpus_.front().stream->add_callback([this, finishing, end, layers](const hal::HalError* error) {
+      if (error != nullptr) return;  // the step failed: synchronize() reports it
+      for (const Finishing& f : finishing) {
+        on_kv_ready_(f.id, end, layers,
+                     static_cast<std::uint64_t>(f.prompt_tokens) * kv_per_layer_token_ * static_cast<std::uint64_t>(end));
+      }
+    });
+  }
+}
+
+void PrefillWorker::loop() {
+  for (;;) {
+    const StepPlan plan = sched_->plan_step();
+    for (RequestId id : plan.rejected) on_reject_(id, "prompt needs more KV blocks than the prefill worker holds");
+    if (plan.empty()) {
+      work_.wait();
+      continue;
+    }
+    launch_step(plan);
+    for (Gpu& g : gpus_) g.stream->synchronize();
+    for (const StepOutcome& o : sched_->complete_step(plan, [](RequestId) { return std::int64_t{0}; })) {
+      if (o.finished) on_done_(o);
+    }
+    ++steps_;
+  }
+}
+
+}  // namespace nvl::engine

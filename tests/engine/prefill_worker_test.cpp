@@ -1,0 +1,179 @@
+// The prefill worker on an emulated GB300 rack slice (TP8, and TP8 + EP8): requests finish at their
+// first token after chunked prefill, layer-wise KV readiness fires in layer order during the final
+// chunk, KV drains, and impossible deployments are clear errors.
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "emu/cluster/emulated_cluster.h"
+#include "emu/rt/virtual_runtime.h"
+#include "engine/hal/hal_error.h"
+#include "engine/worker/prefill_worker.h"
+
+namespace nvl::engine {
+namespace {
+
+RequestState request(RequestId id, std::int64_t prompt) {
+  RequestState r;
+  r.id = id;
+  r.prompt_tokens = prompt;
+  r.max_output_tokens = 50;  // the prefill worker ignores it: one token, then the request is done
+  return r;
+}
+
+struct KvReady {
+  RequestId id;
+  std::int64_t layers_done, total_layers;
+  std::uint64_t bytes;
+  rt::Time at;
+};
+
+struct PrefillRun {
+  std::vector<KvReady> ready;
+  std::vector<std::pair<StepOutcome, rt::Time>> done;
+  std::uint64_t steps = 0;
+};
+
+PrefillRun prefill(const std::string& gpu, const std::string& fabric, PrefillWorkerConfig cfg, std::vector<std::int64_t> prompts) {
+  rt::VirtualRuntime rt;
+  emu::EmulatedCluster cluster(rt, gpu, fabric, 8);
+  const ModelProfile model = load_model_profile(model_profile_path("deepseek-v3"));
+  PrefillRun run;
+  PrefillWorker worker(
+      rt, model, cluster.devices(0, 8), cluster.collectives(), cfg,
+      [&](const StepOutcome& o) { run.done.emplace_back(o, rt.now()); },
+      [&](RequestId id, std::int64_t done, std::int64_t total, std::uint64_t bytes) {
+        run.ready.push_back(KvReady{id, done, total, bytes, rt.now()});
+      },
+      [](RequestId id, const std::string& why) { ADD_FAILURE() << "rejected " << id << ": " << why; });
+  worker.start();
+  RequestId id = 1;
+  for (std::int64_t p : prompts) worker.submit(request(id++, p));
+  rt.run();
+  run.steps = worker.steps();
+  EXPECT_TRUE(worker.scheduler().idle());
+  EXPECT_EQ(worker.kv().gpu().used_blocks(), 0);
+  worker.kv().check_invariants();
+  return run;
+}
+
+TEST(PrefillWorker, ChunkedPrefillFinishesAtTheFirstTokenWithLayerWiseKv) {
+  PrefillWorkerConfig cfg;
+  cfg.scheduler.chunk_tokens = 16'384;
+  cfg.scheduler.token_budget = 16'384;
+  // 40,000 tokens in chunks of 16,384: 16,384 + 16,384 + 7,232, three steps.
+  const PrefillRun run = prefill("gb300", "gb300-nvl72", cfg, {40'000});
+  EXPECT_EQ(run.steps, 3u);
+  ASSERT_EQ(run.done.size(), 1u);
+  EXPECT_TRUE(run.done[0].first.first_token);
+  EXPECT_TRUE(run.done[0].first.finished);
+  EXPECT_EQ(run.done[0].first.new_output_tokens, 1);
+  // DeepSeek-V3's 61 layers in 4 groups end at layers 15, 30, 45, 61; FP8 MLA KV is 576 B per token
+  // and layer (kv_lora 512 + rope 64), so the first n layers of 40,000 tokens are 40,000 x 576 x n bytes.
+  ASSERT_EQ(run.ready.size(), 4u);
+  const std::int64_t ends[] = {15, 30, 45, 61};
+  for (std::size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(run.ready[i].id, 1u);
+    EXPECT_EQ(run.ready[i].layers_done, ends[i]);
+    EXPECT_EQ(run.ready[i].total_layers, 61);
+    EXPECT_EQ(run.ready[i].bytes, 40'000ull * 576 * static_cast<std::uint64_t>(ends[i]));
+    if (i > 0) {
+      EXPECT_GT(run.ready[i].at, run.ready[i - 1].at);
+    }
+  }
+  EXPECT_LE(run.ready.back().at, run.done[0].second);
+  // The groups hold 15 layers each (16 the last): the middle two, all MoE layers of the same chunk,
+  // take the same time to within the graph-launch overhead, and the first KV is ready well before the end.
+  const double g2 = (run.ready[1].at - run.ready[0].at).seconds(), g3 = (run.ready[2].at - run.ready[1].at).seconds();
+  EXPECT_NEAR(g2 / g3, 1.0, 0.01);
+  const double chunk = (run.ready[3].at - run.ready[0].at).seconds() + g2;  // about the whole final chunk
+  EXPECT_LT((run.done[0].second - run.ready[0].at).seconds(), 0.85 * chunk);
+}
+
+TEST(PrefillWorker, PrefillTimeFollowsTheComputeRoofline) {
+  PrefillWorkerConfig cfg;
+  const PrefillRun run = prefill("gb300", "gb300-nvl72", cfg, {16'384});
+  ASSERT_EQ(run.done.size(), 1u);
+  // The floor at peak: 2 FLOPs per active parameter per token (37e9, DeepSeek-V3) at 5 PFLOPS FP8, plus
+  // causal MHA-form attention, 16,384^2 / 2 query-key pairs x 128 heads x (192 + 128) x 2 FLOPs x 61
+  // layers at 2.5 PFLOPS BF16, over 8 B300s. Efficiencies and the 122 TP all-reduces keep it within 3x.
+  const double floor_s = 2 * 37e9 * 16'384 / (8 * 5e15) + 16'384.0 * 16'384 / 2 * 128 * 320 * 2 * 61 / (8 * 2.5e15);
+  const double t = run.done[0].second.since_start().seconds();
+  EXPECT_GT(t, floor_s);
+  EXPECT_LT(t, 3 * floor_s);
+}
+
+TEST(PrefillWorker, ExpertParallelReplacesTheMoeAllReduceWithAllToAlls) {
+  PrefillWorkerConfig tp;
+  PrefillWorkerConfig ep;
+  ep.expert_parallel = true;
+  const PrefillRun a = prefill("gb300", "gb300-nvl72", tp, {8'192, 8'192});
+  const PrefillRun b = prefill("gb300", "gb300-nvl72", ep, {8'192, 8'192});
+  ASSERT_EQ(a.done.size(), 2u);
+  ASSERT_EQ(b.done.size(), 2u);
+  // Same FLOPs either way; the two differ only in how the experts' tokens move: within 2x of each other.
+  const double ta = a.done.back().second.since_start().seconds(), tb = b.done.back().second.since_start().seconds();
+  EXPECT_NE(ta, tb);
+  EXPECT_LT(tb / ta, 2.0);
+  EXPECT_GT(tb / ta, 0.5);
+}
+
+TEST(PrefillWorker, MlaKvIsHeldWholeOnEveryRankAndGqaKvIsSplit) {
+  rt::VirtualRuntime rt;
+  emu::EmulatedCluster cluster(rt, "gb300", "gb300-nvl72", 16);
+  auto none = [](RequestId, const std::string&) {};
+  const ModelProfile ds = load_model_profile(model_profile_path("deepseek-v3"));
+  PrefillWorker mla(rt, ds, cluster.devices(0, 8), cluster.collectives(), PrefillWorkerConfig{}, [](const StepOutcome&) {},
+                    [](RequestId, std::int64_t, std::int64_t, std::uint64_t) {}, none);
+  EXPECT_EQ(mla.kv_bytes_per_token_per_gpu(), 35'136u);  // REFERENCE.md §2: FP8 MLA, all layers
+  PrefillWorkerConfig bf16;
+  bf16.kv_dtype = hal::DType::bf16;
+  const ModelProfile glm = load_model_profile(model_profile_path("glm-4.5"));
+  PrefillWorker gqa(rt, glm, cluster.devices(8, 8), cluster.collectives(), bf16, [](const StepOutcome&) {},
+                    [](RequestId, std::int64_t, std::int64_t, std::uint64_t) {}, none);
+  EXPECT_EQ(gqa.kv_bytes_per_token_per_gpu(), 376'832u / 8);  // REFERENCE.md §2: 8 KV heads over TP8
+}
+
+TEST(PrefillWorker, ATpDegreeThatDoesNotDivideTheHeadsIsRejected) {
+  rt::VirtualRuntime rt;
+  emu::EmulatedCluster cluster(rt, "gb300", "gb300-nvl72", 8);
+  const ModelProfile model = load_model_profile(model_profile_path("deepseek-v3"));
+  try {
+    PrefillWorker w(rt, model, cluster.devices(0, 3), cluster.collectives(), PrefillWorkerConfig{},
+                    [](const StepOutcome&) {}, [](RequestId, std::int64_t, std::int64_t, std::uint64_t) {},
+                    [](RequestId, const std::string&) {});
+    FAIL() << "TP3 cannot split 128 heads";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("does not divide"), std::string::npos) << e.what();
+  }
+}
+
+TEST(PrefillWorker, AModelThatDoesNotFitIsAClearError) {
+  rt::VirtualRuntime rt;
+  emu::EmulatedCluster cluster(rt, "h100", "hgx-h100", 8);
+  const ModelProfile model = load_model_profile(model_profile_path("deepseek-v3"));
+  // 671B FP8 parameters over 8 GPUs is about 84 GB per GPU: more than an H100's 80 GB.
+  try {
+    PrefillWorker w(rt, model, cluster.devices(0, 8), cluster.collectives(), PrefillWorkerConfig{},
+                    [](const StepOutcome&) {}, [](RequestId, std::int64_t, std::int64_t, std::uint64_t) {},
+                    [](RequestId, const std::string&) {});
+    FAIL() << "DeepSeek-V3 over 8 H100s should not fit";
+  } catch (const hal::HalError& e) {
+    EXPECT_NE(std::string(e.what()).find("device 0"), std::string::npos) << e.what();
+  }
+}
+
+TEST(PrefillWorker, BadLayerGroupsAreRejected) {
+  rt::VirtualRuntime rt;
+  emu::EmulatedCluster cluster(rt, "gb300", "gb300-nvl72", 8);
+  const ModelProfile model = load_model_profile(model_profile_path("deepseek-v3"));
+  PrefillWorkerConfig cfg;
+  cfg.kv_layer_groups = 0;
+  EXPECT_THROW(PrefillWorker(rt, model, cluster.devices(0, 8), cluster.collectives(), cfg, [](const StepOutcome&) {},
+                             [](RequestId, std::int64_t, std::int64_t, std::uint64_t) {},
+                             [](RequestId, const std::string&) {}),
+               std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace nvl::engine
