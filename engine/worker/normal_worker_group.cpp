@@ -115,6 +115,30 @@ bool NormalWorkerGroup::cancel(std::int32_t rank, RequestId id) {
   return ranks_.at(static_cast<std::size_t>(rank)).sched->cancel(id);
 }
 
+std::optional<AdmitPlan> NormalWorkerGroup::receive(std::int32_t rank, RequestState request) {
+  return ranks_.at(static_cast<std::size_t>(rank)).sched->receive(std::move(request));
+}
+
+void NormalWorkerGroup::received(std::int32_t rank, RequestId id) {
+  on_tokens_(rank, ranks_.at(static_cast<std::size_t>(rank)).sched->received(id));
+  work_.notify_all();
+}
+
+void NormalWorkerGroup::receive_failed(std::int32_t rank, RequestId id) {
+  ranks_.at(static_cast<std::size_t>(rank)).sched->receive_failed(id);
+  work_.notify_all();
+}
+
+RankLoad NormalWorkerGroup::load(std::int32_t rank) const {
+  const Rank& r = ranks_.at(static_cast<std::size_t>(rank));
+  RankLoad l;
+  l.running = static_cast<std::int64_t>(r.sched->running() + r.sched->receiving());
+  l.waiting = static_cast<std::int64_t>(r.sched->waiting());
+  l.tokens_in_flight = r.sched->tokens_in_flight();
+  l.free_kv_blocks = r.kv->gpu_available_blocks();
+  return l;
+}
+
 bool NormalWorkerGroup::plan_all() {
   bool any = false;
   for (std::size_t r = 0; r < ranks_.size(); ++r) {

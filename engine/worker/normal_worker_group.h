@@ -22,6 +22,7 @@
 #include "engine/model/model_profile.h"
 #include "engine/model/parallel_layout.h"
 #include "engine/model/weight_footprint.h"
+#include "engine/router/routing_policy.h"
 #include "engine/sched/rank_scheduler.h"
 
 namespace nvl::engine {
@@ -59,6 +60,16 @@ class NormalWorkerGroup {
   void start();
   void submit(std::int32_t rank, RequestState request);
   bool cancel(std::int32_t rank, RequestId id);
+  // P/D: the rank takes KV room for a request the prefill worker computes (nullopt: no room now),
+  // then decodes it once its KV has arrived (its first token is delivered then), or prefills it
+  // itself when the transfer failed for good.
+  std::optional<AdmitPlan> receive(std::int32_t rank, RequestState request);
+  void received(std::int32_t rank, RequestId id);
+  void receive_failed(std::int32_t rank, RequestId id);
+
+  // What the router sees of a rank.
+  RankLoad load(std::int32_t rank) const;
+  hal::DeviceId device_of(std::int32_t rank) const { return ranks_.at(static_cast<std::size_t>(rank)).device->id(); }
 
   std::int32_t ranks() const { return static_cast<std::int32_t>(ranks_.size()); }
   const RankScheduler& scheduler(std::int32_t rank) const { return *ranks_.at(static_cast<std::size_t>(rank)).sched; }
