@@ -1,0 +1,174 @@
+#include "engine/system/pd_system.h"
+
+#include <cmath>
+#include <stdexcept>
+
+namespace nvl::engine {
+
+namespace {
+RouterConfig router_config(RouterConfig cfg, const PdDeployment& d) {
+  cfg.block_tokens = d.normal.block_tokens;
+  cfg.prefill_worker = cfg.prefill_worker && !d.prefill_gpus.empty();
+  return cfg;
+}
+}  // namespace
+
+PdSystem::PdSystem(rt::Runtime& rt, const ModelProfile& model, hal::Collectives& collectives, hal::Rdma* rdma,
+                   PdDeployment d, TokenStream on_tokens, RequestDone on_done)
+    : rt_(rt),
+      cfg_(d.system),
+      on_tokens_(std::move(on_tokens)),
+      on_done_(std::move(on_done)),
+      router_(static_cast<std::int32_t>(d.normal_gpus.size()), router_config(d.system.router, d)) {
+  normal_ = std::make_unique<NormalWorkerGroup>(
+      rt, model, d.normal_gpus, collectives, d.normal,
+      [this](std::int32_t rank, const StepOutcome& o) { on_normal_tokens(rank, o); },
+      [this](std::int32_t, RequestId id, const std::string& why) { on_reject(id, why); });
+  for (std::int32_t r = 0; r < normal_->ranks(); ++r) {
+    normal_->kv(r).subscribe([this](const KvEvent& e) { router_.on_kv_event(e); });
+  }
+  if (!d.prefill_gpus.empty()) {
+    if (rdma == nullptr) throw std::invalid_argument("a prefill worker needs RDMA to move its KV to the DP ranks");
+    std::vector<hal::DeviceId> sources;
+    for (hal::Device* g : d.prefill_gpus) sources.push_back(g->id());
+    prefill_ = std::make_unique<PrefillWorker>(
+        rt, model, d.prefill_gpus, collectives, d.prefill, [this](const StepOutcome& o) { on_prefill_done(o); },
+        [this](RequestId id, std::int64_t done, std::int64_t total, std::uint64_t bytes) {
+          on_kv_ready(id, done, total, bytes);
+        },
+        [this](RequestId id, const std::string& why) { on_reject(id, why); });
+    transfer_.emplace(*rdma, std::move(sources), cfg_.transfer);
+    prefill_->start();
+  }
+  normal_->start();
+}
+
+void PdSystem::submit(RequestState request) {
+  RequestTiming& t = timings_[request.id];
+  t.id = request.id;
+  t.prompt_tokens = request.prompt_tokens;
+  t.arrival = rt_.now();
+  route(std::move(request));
+}
+
+void PdSystem::route(RequestState request) {
+  std::vector<RankLoad> loads;
+  for (std::int32_t r = 0; r < normal_->ranks(); ++r) loads.push_back(normal_->load(r));
+  const auto d = router_.route(request.prompt_hashes, request.prompt_tokens, loads);
+  const RequestId id = request.id;
+  if (!d) {
+    finish(id, "no healthy DP rank to serve it");
+    return;
+  }
+  RequestTiming& t = timings_.at(id);
+  t.path = d->path;
+  t.rank = d->rank;
+  t.cached_tokens = d->cached_tokens;
+  t.routed = rt_.now();
+  rt_.record("router", "routed",
+             {{"request", id},
+              {"path", d->path == PrefillPath::local ? "local" : "prefill_worker"},
+              {"rank", d->rank},
+              {"cached_tokens", d->cached_tokens}});
+  if (d->path == PrefillPath::local) {
+    normal_->submit(d->rank, std::move(request));
+    return;
+  }
+  const auto room = normal_->receive(d->rank, request);
+  if (!room) {
+    pending_.push_back(std::move(request));  // routed again when a request finishes and frees KV
+    return;
+  }
+  Moving m;
+  m.rank = d->rank;
+  // Only the part of the prompt the decode rank does not already hold has to move.
+  const std::int64_t held = room->gpu_hit_tokens + room->grace_hit_tokens;
+  m.share = static_cast<double>(request.prompt_tokens - held) / static_cast<double>(request.prompt_tokens);
+  moving_[id] = m;
+  prefill_->submit(std::move(request));
+}
+
+void PdSystem::on_kv_ready(RequestId id, std::int64_t layers_done, std::int64_t total, std::uint64_t bytes_so_far) {
+  const auto it = moving_.find(id);
+  if (it == moving_.end()) return;
+  Moving& m = it->second;
+  const std::uint64_t ready = bytes_so_far - m.sent;
+  m.sent = bytes_so_far;
+  m.all_layers = layers_done >= total;
+  const auto bytes = static_cast<std::uint64_t>(std::llround(static_cast<double>(ready) * m.share));
+  if (bytes == 0) {
+    maybe_received(id);
+    return;
+  }
+  ++m.pushes;
+  timings_.at(id).transfer_bytes += bytes;
+  transfer_->push(id, normal_->device_of(m.rank), bytes, [this, id](const hal::HalError* error) {
+    const auto mit = moving_.find(id);
+    if (mit == moving_.end()) return;
+    --mit->second.pushes;
+    if (error != nullptr && !mit->second.failed) {
+      mit->second.failed = true;
+      rt_.record("pd", "kv_transfer_failed", {{"request", id}, {"error", error->what()}}, rt::Severity::warning);
+    }
+    maybe_received(id);
+  });
+}
+
+void PdSystem::maybe_received(RequestId id) {
+  const auto it = moving_.find(id);
+  if (it == moving_.end() || !it->second.all_layers || it->second.pushes > 0) return;
+  const Moving m = it->second;
+  moving_.erase(it);
+  if (m.failed) {
+    normal_->receive_failed(m.rank, id);  // prefilled on the DP rank instead: the request goes on
+    return;
+  }
+  timings_.at(id).kv_arrived = rt_.now();
+  normal_->received(m.rank, id);
+}
+
+void PdSystem::on_prefill_done(const StepOutcome& o) {
+  const auto it = timings_.find(o.id);
+  if (it != timings_.end()) it->second.prefill_done = rt_.now();
+}
+
+void PdSystem::on_normal_tokens(std::int32_t, const StepOutcome& o) {
+  const auto it = timings_.find(o.id);
+  if (it == timings_.end()) return;
+  RequestTiming& t = it->second;
+  t.output_tokens += o.new_output_tokens;
+  if (o.first_token) t.first_token = rt_.now();
+  on_tokens_(o.id, o.new_output_tokens, o.first_token, o.finished);
+  if (o.finished) finish(o.id, "");
+}
+
+void PdSystem::on_reject(RequestId id, const std::string& reason) {
+  const auto it = moving_.find(id);
+  if (it != moving_.end()) {
+    // The prefill worker cannot hold it: try the DP rank, whose KV room is already taken.
+    const std::int32_t rank = it->second.rank;
+    moving_.erase(it);
+    normal_->receive_failed(rank, id);
+    return;
+  }
+  finish(id, reason);
+}
+
+void PdSystem::finish(RequestId id, const std::string& failure) {
+  const auto it = timings_.find(id);
+  if (it == timings_.end()) return;
+  it->second.finished = rt_.now();
+  it->second.failure = failure;
+  const RequestTiming t = it->second;
+  timings_.erase(it);
+  on_done_(t);
+  retry_pending();
+}
+
+void PdSystem::retry_pending() {
+  std::deque<RequestState> again;
+  again.swap(pending_);
+  for (auto& r : again) route(std::move(r));
+}
+
+}  // namespace nvl::engine

@@ -1,0 +1,89 @@
+// The P/D system on an emulated GB300 NVL72: threshold routing, KV moved layer group by layer group
+// while the prefill runs, the moved bytes equal to the prompt's KV, and a repeated prompt served from
+// the decode rank's cache.
+#include <map>
+
+#include <gtest/gtest.h>
+
+#include "emu/cluster/emulated_cluster.h"
+#include "emu/rt/virtual_runtime.h"
+#include "engine/model/kv_footprint.h"
+#include "engine/system/pd_system.h"
+#include "fabric/fabric_rdma.h"
+
+namespace nvl::engine {
+namespace {
+
+RequestState request(RequestId id, std::int64_t prompt, std::int64_t output, BlockHash chain) {
+  RequestState r;
+  r.id = id;
+  r.prompt_tokens = prompt;
+  r.max_output_tokens = output;
+  for (std::int64_t b = 0; b < prompt / 64; ++b) r.prompt_hashes.push_back(chain * 1'000'000 + static_cast<BlockHash>(b));
+  return r;
+}
+
+struct Rig {
+  Rig()
+      : cluster(rt, "gb300", "gb300-nvl72", 72),
+        rdma(cluster.fabric()),
+        model(load_model_profile(model_profile_path("deepseek-v3"))) {
+    PdDeployment d;
+    d.normal_gpus = cluster.devices(0, 8);
+    d.prefill_gpus = cluster.devices(64, 8);
+    system = std::make_unique<PdSystem>(
+        rt, model, cluster.collectives(), &rdma, std::move(d),
+        [this](RequestId id, std::int64_t n, bool, bool) { tokens[id] += n; },
+        [this](const RequestTiming& t) { done[t.id] = t; });
+  }
+  rt::VirtualRuntime rt;
+  emu::EmulatedCluster cluster;
+  fabric::FabricRdma rdma;
+  ModelProfile model;
+  std::unique_ptr<PdSystem> system;
+  std::map<RequestId, std::int64_t> tokens;
+  std::map<RequestId, RequestTiming> done;
+};
+
+TEST(PdSystem, ShortPromptsStayLocalLongOnesMoveTheirKvLayerByLayer) {
+  Rig rig;
+  rig.system->submit(request(1, 1'000, 8, 1));
+  rig.system->submit(request(2, 20'000, 8, 2));
+  rig.rt.run();
+  ASSERT_EQ(rig.done.size(), 2u);
+  for (RequestId id : {1, 2}) {
+    EXPECT_EQ(rig.tokens[id], 8) << id;
+    EXPECT_TRUE(rig.done[id].failure.empty()) << rig.done[id].failure;
+  }
+  EXPECT_EQ(rig.done[1].path, PrefillPath::local);
+  const RequestTiming& t = rig.done[2];
+  ASSERT_EQ(t.path, PrefillPath::prefill_worker);
+  // One copy of the prompt's KV: 576 FP8 bytes per token and layer (REFERENCE.md §2) over 61 layers.
+  const std::uint64_t kv_bytes = 20'000ULL * 35'136ULL;
+  EXPECT_EQ(t.transfer_bytes, kv_bytes);
+  EXPECT_EQ(rig.system->transfer_bytes(), kv_bytes);
+  ASSERT_TRUE(t.prefill_done && t.kv_arrived && t.first_token);
+  // Pushed while later layers ran: what is left after the prefill is far less than a whole transfer
+  // over the receiving GPU's 100 GB/s CX8 (REFERENCE.md §1.1).
+  const double whole_transfer_s = static_cast<double>(kv_bytes) / 100e9;
+  EXPECT_LT((*t.kv_arrived - *t.prefill_done).seconds(), 0.5 * whole_transfer_s);
+  EXPECT_LT((*t.first_token - t.arrival).seconds(), (*t.prefill_done - t.arrival).seconds() + whole_transfer_s);
+}
+
+TEST(PdSystem, ARepeatedLongPromptIsServedFromTheDecodeRanksCache) {
+  Rig rig;
+  rig.system->submit(request(1, 20'000, 4, 7));
+  rig.rt.run();
+  rig.system->submit(request(2, 20'000, 4, 7));
+  rig.rt.run();
+  ASSERT_EQ(rig.done.size(), 2u);
+  const RequestTiming& again = rig.done[2];
+  EXPECT_EQ(again.path, PrefillPath::local) << "the cached prefix leaves fewer uncached tokens than the threshold";
+  EXPECT_EQ(again.rank, rig.done[1].rank) << "cache-aware: the rank that holds it";
+  EXPECT_GE(again.cached_tokens, 19'900);
+  EXPECT_EQ(rig.tokens[2], 4);
+  EXPECT_EQ(rig.system->router().routed(PrefillPath::prefill_worker), 1u);
+}
+
+}  // namespace
+}  // namespace nvl::engine
