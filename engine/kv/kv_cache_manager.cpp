@@ -127,6 +127,22 @@ void KvCacheManager::release(RequestId id) {
   gpu_.release(h.blocks);
 }
 
+std::int64_t KvCacheManager::import(std::span<const BlockHash> hashes) {
+  // Pin what is already here so that making room cannot evict the start of the same prefix.
+  const std::vector<BlockId> pinned = gpu_.acquire_prefix(hashes);
+  const auto missing = hashes.subspan(pinned.size());
+  const std::int64_t n = std::min<std::int64_t>(static_cast<std::int64_t>(missing.size()), gpu_.available_blocks());
+  auto blocks = gpu_.allocate(n);
+  gpu_.release(pinned);
+  if (!blocks) return 0;
+  for (std::int64_t i = 0; i < n; ++i) {
+    const BlockHash h = missing[static_cast<std::size_t>(i)];
+    if (gpu_.publish((*blocks)[static_cast<std::size_t>(i)], h)) emit(KvEvent::Kind::stored, KvTier::gpu, h);
+  }
+  gpu_.release(*blocks);
+  return n;
+}
+
 std::vector<KvCopy> KvCacheManager::take_copies() {
   std::vector<KvCopy> out;
   out.swap(copies_);

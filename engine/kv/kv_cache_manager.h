@@ -66,6 +66,9 @@ class KvCacheManager {
   void publish(RequestId id, std::span<const BlockHash> hashes, std::int64_t tokens_done);
   // Drops a request's blocks (finished, preempted or cancelled).
   void release(RequestId id);
+  // Blocks fetched from a peer (GPU or Grace) now hold these leading hashes of a prompt: they become
+  // cached here. Returns how many were taken (fewer when the GPU is short of room).
+  std::int64_t import(std::span<const BlockHash> hashes);
   bool holds(RequestId id) const { return requests_.contains(id); }
 
   std::vector<KvCopy> take_copies();

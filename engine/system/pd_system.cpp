@@ -1,6 +1,9 @@
 #include "engine/system/pd_system.h"
 
+#include <algorithm>
 #include <cmath>
+
+#include "engine/model/kv_footprint.h"
 #include <stdexcept>
 
 namespace nvl::engine {
@@ -19,7 +22,14 @@ PdSystem::PdSystem(rt::Runtime& rt, const ModelProfile& model, hal::Collectives&
       cfg_(d.system),
       on_tokens_(std::move(on_tokens)),
       on_done_(std::move(on_done)),
-      router_(static_cast<std::int32_t>(d.normal_gpus.size()), router_config(d.system.router, d)) {
+      router_(static_cast<std::int32_t>(d.normal_gpus.size()), router_config(d.system.router, d)),
+      rdma_(rdma),
+      normal_gpus_(d.normal_gpus),
+      kv_bytes_per_token_(kv_bytes_per_token(model, d.normal.kv_dtype).total()) {
+  cfg_.fetch.recompute_tokens_per_s = d.normal_gpus.empty()
+                                          ? 0
+                                          : d.normal_gpus.front()->info().peak(hal::DType::fp8) *
+                                                cfg_.prefill_efficiency / (2.0 * static_cast<double>(model.active_params()));
   normal_ = std::make_unique<NormalWorkerGroup>(
       rt, model, d.normal_gpus, collectives, d.normal,
       [this](std::int32_t rank, const StepOutcome& o) { on_normal_tokens(rank, o); },
@@ -71,7 +81,7 @@ void PdSystem::route(RequestState request) {
               {"rank", d->rank},
               {"cached_tokens", d->cached_tokens}});
   if (d->path == PrefillPath::local) {
-    normal_->submit(d->rank, std::move(request));
+    submit_local(d->rank, std::move(request));
     return;
   }
   const auto room = normal_->receive(d->rank, request);
@@ -86,6 +96,56 @@ void PdSystem::route(RequestState request) {
   m.share = static_cast<double>(request.prompt_tokens - held) / static_cast<double>(request.prompt_tokens);
   moving_[id] = m;
   prefill_->submit(std::move(request));
+}
+
+hal::MemoryRegion PdSystem::region_of(hal::DeviceId device, bool grace) {
+  const auto key = std::pair(device, grace);
+  const auto it = regions_.find(key);
+  if (it != regions_.end()) return it->second;
+  const auto gpu = std::find_if(normal_gpus_.begin(), normal_gpus_.end(),
+                                [device](const hal::Device* g) { return g->id() == device; });
+  const hal::MemoryRegion r = grace ? rdma_->register_host_memory((*gpu)->info().host, cfg_.transfer.region_bytes)
+                                    : rdma_->register_device_memory(device, cfg_.transfer.region_bytes);
+  return regions_.emplace(key, r).first->second;
+}
+
+void PdSystem::submit_local(std::int32_t rank, RequestState request) {
+  if (rdma_ == nullptr || !cfg_.fetch_remote_prefix) {
+    normal_->submit(rank, std::move(request));
+    return;
+  }
+  const auto matches = router_.index().match(request.prompt_hashes);
+  const FetchDecision f = plan_fetch(matches, rank, router_.config().block_tokens, kv_bytes_per_token_, cfg_.fetch);
+  if (f.blocks > 0) {
+    rt_.record("router", "prefix_fetch_decision",
+               {{"request", request.id},
+                {"fetch", f.source != PrefixSource::none},
+                {"from_rank", f.from_rank},
+                {"blocks", f.blocks},
+                {"fetch_us", f.fetch_time.microseconds()},
+                {"recompute_us", f.recompute_time.microseconds()}});
+  }
+  if (f.source == PrefixSource::none) {
+    normal_->submit(rank, std::move(request));
+    return;
+  }
+  const bool from_grace = f.source == PrefixSource::peer_grace;
+  hal::RdmaOp op;
+  op.local = region_of(normal_->device_of(f.from_rank), from_grace);
+  op.remote = region_of(normal_->device_of(rank), false);
+  op.bytes = static_cast<std::uint64_t>(f.blocks * router_.config().block_tokens) * kv_bytes_per_token_;
+  op.path = from_grace ? hal::RdmaPath::scale_out : hal::RdmaPath::nvlink;
+  op.name = "kv.fetch.req" + std::to_string(request.id);
+  const std::int64_t prefix_blocks = matches[static_cast<std::size_t>(rank)].grace_blocks + f.blocks;
+  rdma_->write(op, [this, rank, prefix_blocks, request = std::move(request)](const hal::HalError* error) mutable {
+    if (error == nullptr) {
+      normal_->kv(rank).import(std::span(request.prompt_hashes).first(static_cast<std::size_t>(prefix_blocks)));
+    } else {
+      rt_.record("pd", "prefix_fetch_failed", {{"request", request.id}, {"error", error->what()}},
+                 rt::Severity::warning);  // recomputed instead
+    }
+    normal_->submit(rank, std::move(request));
+  });
 }
 
 void PdSystem::on_kv_ready(RequestId id, std::int64_t layers_done, std::int64_t total, std::uint64_t bytes_so_far) {

@@ -14,6 +14,7 @@
 #include "emu/rt/runtime.h"
 #include "engine/hal/rdma.h"
 #include "engine/kv/kv_transfer.h"
+#include "engine/router/fetch_planner.h"
 #include "engine/router/router.h"
 #include "engine/system/request_timing.h"
 #include "engine/worker/normal_worker_group.h"
@@ -24,6 +25,13 @@ namespace nvl::engine {
 struct PdSystemConfig {
   RouterConfig router;
   KvTransferConfig transfer;
+  // Fetch a prefix another rank holds (GPU peer-to-peer or a peer's Grace memory) when that is cheaper
+  // than recomputing it (needs RDMA).
+  bool fetch_remote_prefix = true;
+  FetchCosts fetch;
+  // Share of the GPU's dense FP8 peak a prefill sustains, for the recompute side of that choice
+  // (estimate: DeepGEMM reaches 78% on large GEMMs; attention and communication take some of the rest).
+  double prefill_efficiency = 0.6;
 };
 
 // Tokens as they are delivered: `count` more for request `id` (first: the first token is among them).
@@ -64,6 +72,9 @@ class PdSystem {
     bool failed = false;
   };
   void route(RequestState request);
+  // Local path: fetch a longer prefix from a peer when cheaper than recomputing it, then submit.
+  void submit_local(std::int32_t rank, RequestState request);
+  hal::MemoryRegion region_of(hal::DeviceId device, bool grace);
   void on_normal_tokens(std::int32_t rank, const StepOutcome& o);
   void on_reject(RequestId id, const std::string& reason);
   void on_prefill_done(const StepOutcome& o);
@@ -80,6 +91,10 @@ class PdSystem {
   std::unique_ptr<NormalWorkerGroup> normal_;
   std::unique_ptr<PrefillWorker> prefill_;
   std::optional<KvTransfer> transfer_;
+  hal::Rdma* rdma_ = nullptr;
+  std::vector<hal::Device*> normal_gpus_;
+  std::uint64_t kv_bytes_per_token_ = 0;  // one copy, all layers, at the normal group's KV dtype
+  std::map<std::pair<hal::DeviceId, bool>, hal::MemoryRegion> regions_;  // (GPU, its Grace?) -> region
   std::map<RequestId, RequestTiming> timings_;
   std::map<RequestId, Moving> moving_;
   std::deque<RequestState> pending_;            // long prompts waiting for KV room on their rank

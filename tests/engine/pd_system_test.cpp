@@ -24,13 +24,15 @@ RequestState request(RequestId id, std::int64_t prompt, std::int64_t output, Blo
 }
 
 struct Rig {
-  Rig()
+  explicit Rig(const std::string& policy = "cache_aware")
       : cluster(rt, "gb300", "gb300-nvl72", 72),
         rdma(cluster.fabric()),
         model(load_model_profile(model_profile_path("deepseek-v3"))) {
+    rt.log().keep_records(true);
     PdDeployment d;
     d.normal_gpus = cluster.devices(0, 8);
     d.prefill_gpus = cluster.devices(64, 8);
+    d.system.router.policy = policy;
     system = std::make_unique<PdSystem>(
         rt, model, cluster.collectives(), &rdma, std::move(d),
         [this](RequestId id, std::int64_t n, bool, bool) { tokens[id] += n; },
@@ -83,6 +85,28 @@ TEST(PdSystem, ARepeatedLongPromptIsServedFromTheDecodeRanksCache) {
   EXPECT_GE(again.cached_tokens, 19'900);
   EXPECT_EQ(rig.tokens[2], 4);
   EXPECT_EQ(rig.system->router().routed(PrefillPath::prefill_worker), 1u);
+}
+
+TEST(PdSystem, APrefixOnAnotherRanksGpuIsFetchedOverNvlinkRatherThanRecomputed) {
+  Rig rig("round_robin");
+  const RequestState first = request(1, 1'600, 2, 9);
+  rig.system->submit(first);  // rank 0 computes and caches it
+  rig.rt.run();
+  rig.system->submit(request(2, 1'600, 2, 9));  // round-robin sends the repeat to rank 1
+  rig.rt.run();
+  ASSERT_EQ(rig.done.size(), 2u);
+  EXPECT_EQ(rig.done[2].rank, 1);
+  EXPECT_EQ(rig.tokens[2], 2);
+  // Rank 0 published all 25 full blocks of the prompt: 1,600 tokens x 35,136 B over NVLink take ~0.1 ms;
+  // recomputing them on a GB300 at 60% of 5 PFLOPS FP8, 2 x 37B FLOPs a token, ~40 ms: fetched.
+  EXPECT_EQ(rig.system->normal().kv(1).gpu().match_length(first.prompt_hashes), 25);
+  bool fetched = false;
+  for (const auto& line : rig.rt.log().lines()) {
+    if (line.find("prefix_fetch_decision") != std::string::npos && line.find("\"fetch\":true") != std::string::npos) {
+      fetched = true;
+    }
+  }
+  EXPECT_TRUE(fetched);
 }
 
 }  // namespace
