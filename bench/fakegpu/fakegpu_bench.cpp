@@ -165,5 +165,25 @@ void BM_DecodeGraphLaunchWithCollectives(benchmark::State& state) {
 }
 BENCHMARK(BM_DecodeGraphLaunchWithCollectives);
 
+// The same 78 layers as one repeated body (as the engine builds them): two iterations run exactly,
+// the other 76 as one extrapolated wait.
+void BM_RepeatedDecodeGraphLaunchWithCollectives(benchmark::State& state) {
+  rt::VirtualRuntime rt;
+  auto fleet = GpuFleet::load(rt, "b300", 1);
+  FakeDevice& gpu = fleet->device(0);
+  hal::Stream& s = gpu.create_stream("bench");
+  hal::Graph layer("layer");
+  add_layer(layer, std::make_shared<LoopbackGroup>(rt));
+  hal::Graph g("decode");
+  g.add_repeat(std::move(layer), 78);
+  const auto exec = gpu.instantiate(g);
+  for (auto _ : state) {
+    s.launch(exec);
+    rt.run();
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_RepeatedDecodeGraphLaunchWithCollectives);
+
 }  // namespace
 }  // namespace nvl::fakegpu
