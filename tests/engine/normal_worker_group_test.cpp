@@ -64,6 +64,33 @@ TEST(NormalWorkerGroup, ServesEveryRequestToTheLastTokenAndDrainsKv) {
   EXPECT_LT(step_ms, 100.0);
 }
 
+// The run's event log: the same seed gives the same hash, another seed (other MTP acceptances and expert
+// popularity) another one.
+std::string run_hash(std::uint64_t seed) {
+  rt::VirtualRuntime rt(rt::LoopOptions{.seed = seed});
+  emu::EmulatedCluster cluster(rt, "gb300", "gb300-nvl72", 8);
+  const ModelProfile model = load_model_profile(model_profile_path("glm-5"));
+  NormalGroupConfig cfg;
+  cfg.scheduler.draft_tokens = 1;
+  cfg.expert_skew = 1.0;
+  NormalWorkerGroup group(
+      rt, model, cluster.devices(0, 8), cluster.collectives(), cfg,
+      [&](std::int32_t rank, const StepOutcome& o) {
+        rt.record("test", "tokens", {{"rank", rank}, {"id", o.id}, {"n", o.new_output_tokens}});
+      },
+      [](std::int32_t, RequestId, const std::string&) {});
+  group.start();
+  for (RequestId id = 1; id <= 16; ++id) group.submit(static_cast<std::int32_t>(id % 8), request(id, 2'000, 40));
+  rt.run();
+  return rt.log().hash_hex() + "@" + std::to_string(rt.now().ns());
+}
+
+TEST(NormalWorkerGroup, SameSeedSameEventLogOtherSeedOtherLog) {
+  const std::string a = run_hash(11);
+  EXPECT_EQ(a, run_hash(11));
+  EXPECT_NE(a, run_hash(12));
+}
+
 TEST(NormalWorkerGroup, AModelThatDoesNotFitIsAClearError) {
   rt::VirtualRuntime rt;
   emu::EmulatedCluster cluster(rt, "h100", "hgx-h100", 8);
