@@ -1,6 +1,7 @@
 #include "fabric/comm_group.h"
 
 #include <algorithm>
+#include <map>
 #include <memory>
 #include <stdexcept>
 #include <utility>
@@ -89,6 +90,7 @@ std::vector<std::uint64_t> FabricCommGroup::signature(const std::vector<hal::Col
   std::vector<std::uint64_t> key{static_cast<std::uint64_t>(a.kind), static_cast<std::uint64_t>(a.role), a.bytes,
                                  static_cast<std::uint64_t>(a.root)};
   if (a.kind == hal::CollectiveKind::all_to_all) {
+    key.reserve(key.size() + ops.size() * ops.size());
     for (const auto& o : ops) key.insert(key.end(), o.send_bytes.begin(), o.send_bytes.end());
   } else if (a.kind == hal::CollectiveKind::send_recv) {
     for (const auto& o : ops) {
@@ -97,6 +99,12 @@ std::vector<std::uint64_t> FabricCommGroup::signature(const std::vector<hal::Col
     }
   }
   return key;
+}
+
+std::size_t FabricCommGroup::SignatureHash::operator()(const std::vector<std::uint64_t>& key) const {
+  std::uint64_t h = 0xcbf29ce484222325ULL;  // FNV-1a over the words
+  for (std::uint64_t v : key) h = (h ^ v) * 0x100000001b3ULL;
+  return static_cast<std::size_t>(h);
 }
 
 bool FabricCommGroup::fast_ok(const std::vector<int>& channels) const {

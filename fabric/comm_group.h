@@ -5,8 +5,8 @@
 // links) runs as flows in the live flow model. Each member's callback runs at its completion.
 #include <cstdint>
 #include <deque>
-#include <map>
 #include <optional>
+#include <unordered_map>
 #include <vector>
 
 #include "engine/hal/collectives.h"
@@ -62,7 +62,12 @@ class FabricCommGroup final : public hal::CommGroup {
   std::deque<Call> calls_;
   std::uint64_t first_call_ = 0;              // call number of calls_.front()
   std::vector<std::uint64_t> next_call_;      // per member
-  std::map<std::vector<std::uint64_t>, Cached> cache_;
+  // Hashed: an EP all-to-all's signature holds the whole byte matrix, which ordered lookups compare
+  // many times over.
+  struct SignatureHash {
+    std::size_t operator()(const std::vector<std::uint64_t>& key) const;
+  };
+  std::unordered_map<std::vector<std::uint64_t>, Cached, SignatureHash> cache_;
   CommGroupStats stats_;
 };
 

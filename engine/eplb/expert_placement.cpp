@@ -1,27 +1,16 @@
 #include "engine/eplb/expert_placement.h"
 
 #include <algorithm>
-#include <cmath>
 #include <numeric>
 #include <stdexcept>
 #include <string>
 
+#include "engine/eplb/expert_popularity.h"
+
 namespace nvl::engine {
 
 ExpertLoad skewed_expert_load(std::int64_t experts, double skew, rt::Rng& rng) {
-  if (experts < 1 || skew < 0) throw std::invalid_argument("expert load: need experts >= 1 and skew >= 0");
-  std::vector<std::int64_t> order(static_cast<std::size_t>(experts));
-  std::iota(order.begin(), order.end(), 0);
-  std::shuffle(order.begin(), order.end(), rng.engine());
-  ExpertLoad load(static_cast<std::size_t>(experts));
-  double total = 0;
-  for (std::size_t rank = 0; rank < order.size(); ++rank) {
-    const double w = 1.0 / std::pow(static_cast<double>(rank + 1), skew);
-    load[static_cast<std::size_t>(order[rank])] = w;
-    total += w;
-  }
-  for (double& x : load) x /= total;
-  return load;
+  return ExpertPopularity(experts, skew, rng).load();
 }
 
 ExpertLoad expert_load_from_counts(const std::vector<std::uint64_t>& counts) {

@@ -19,6 +19,7 @@ class MoeTraffic {
       : MoeTraffic(placement.rank_shares(load), top_k) {}
 
   std::int64_t ranks() const { return static_cast<std::int64_t>(shares_.size()); }
+  const std::vector<double>& shares() const { return shares_; }
   // Token-expert pairs rank d computes when rank r has tokens[r] tokens.
   std::int64_t expert_tokens(std::int64_t d, std::span<const std::int64_t> tokens) const;
   // Bytes rank r sends every rank in the dispatch (bytes_per_pair per token copy; none to itself).

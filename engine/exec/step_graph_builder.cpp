@@ -11,6 +11,22 @@ StepGraphBuilder::StepGraphBuilder(const LayerKernels& kernels, const MoeTraffic
   if (opts_.ep_group && traffic_ == nullptr) throw std::invalid_argument("step graph: EP needs the MoE traffic model");
 }
 
+const StepGraphBuilder::EpRouting& StepGraphBuilder::ep_routing(std::span<const std::int64_t> tokens_per_rank) const {
+  const auto& shares = traffic_->shares();
+  if (routing_valid_ && std::equal(tokens_per_rank.begin(), tokens_per_rank.end(), routing_.tokens_per_rank.begin(),
+                                   routing_.tokens_per_rank.end()) && shares == routing_.shares) {
+    return routing_;
+  }
+  routing_.tokens_per_rank.assign(tokens_per_rank.begin(), tokens_per_rank.end());
+  routing_.shares = shares;
+  routing_.dispatch_row = traffic_->dispatch_row(opts_.rank, tokens_per_rank[static_cast<std::size_t>(opts_.rank)],
+                                                 kernels_.dispatch_bytes_per_token());
+  routing_.combine_row = traffic_->combine_row(opts_.rank, tokens_per_rank, kernels_.combine_bytes_per_token());
+  routing_.expert_tokens = traffic_->expert_tokens(opts_.rank, tokens_per_rank);
+  routing_valid_ = true;
+  return routing_;
+}
+
 void StepGraphBuilder::add_kernels(hal::Graph& g, std::vector<hal::KernelDesc>& ks) const {
   for (auto& k : ks) g.add(std::move(k));
   ks.clear();
@@ -25,30 +41,30 @@ void StepGraphBuilder::add_all_reduce(hal::Graph& g, const char* name, std::int6
   g.add(hal::CollectiveCall{opts_.tp_group, opts_.rank, std::move(op)});
 }
 
-hal::Graph StepGraphBuilder::moe_layer(const RankBatch& batch, std::span<const std::int64_t> tokens_per_rank) const {
+hal::Graph StepGraphBuilder::moe_layer(const RankBatch& batch, const std::vector<hal::KernelDesc>& attention,
+                                       std::span<const std::int64_t> tokens_per_rank) const {
   hal::Graph layer("moe_layer");
   std::vector<hal::KernelDesc> ks;
   const std::int64_t n = batch.tokens();
-  kernels_.attention(batch, ks);
-  add_kernels(layer, ks);
+  for (const hal::KernelDesc& k : attention) layer.add(k);
   add_all_reduce(layer, "attn.all_reduce", n);
   kernels_.moe_gate_and_shared(n, ks);
   add_kernels(layer, ks);
   if (opts_.ep_group) {
-    const std::int64_t sent = tokens_per_rank[static_cast<std::size_t>(opts_.rank)];
+    const EpRouting& routing = ep_routing(tokens_per_rank);
     hal::CollectiveOp dispatch;
     dispatch.kind = hal::CollectiveKind::all_to_all;
     dispatch.role = hal::AllToAllRole::moe_dispatch;
     dispatch.name = "moe.dispatch";
-    dispatch.send_bytes = traffic_->dispatch_row(opts_.rank, sent, kernels_.dispatch_bytes_per_token());
+    dispatch.send_bytes = routing.dispatch_row;
     layer.add(hal::CollectiveCall{opts_.ep_group, opts_.rank, std::move(dispatch)});
-    kernels_.routed_experts(traffic_->expert_tokens(opts_.rank, tokens_per_rank), opts_.local_experts, ks);
+    kernels_.routed_experts(routing.expert_tokens, opts_.local_experts, ks);
     add_kernels(layer, ks);
     hal::CollectiveOp combine;
     combine.kind = hal::CollectiveKind::all_to_all;
     combine.role = hal::AllToAllRole::moe_combine;
     combine.name = "moe.combine";
-    combine.send_bytes = traffic_->combine_row(opts_.rank, tokens_per_rank, kernels_.combine_bytes_per_token());
+    combine.send_bytes = routing.combine_row;
     layer.add(hal::CollectiveCall{opts_.ep_group, opts_.rank, std::move(combine)});
     add_all_reduce(layer, "moe.all_reduce", n);
   } else {
@@ -67,8 +83,9 @@ hal::Graph StepGraphBuilder::build(const RankBatch& batch, std::span<const std::
   hal::Graph g = build_layers(batch, tokens_per_rank, 0, m.num_hidden_layers, true);
   if (opts_.mtp && m.num_nextn_predict_layers > 0) {
     // The MTP module is one more MoE decoder layer over the batch, then its own head.
-    std::vector<hal::KernelDesc> ks;
-    g.add_repeat(moe_layer(batch, tokens_per_rank), static_cast<std::size_t>(m.num_nextn_predict_layers));
+    std::vector<hal::KernelDesc> attention, ks;
+    kernels_.attention(batch, attention);
+    g.add_repeat(moe_layer(batch, attention, tokens_per_rank), static_cast<std::size_t>(m.num_nextn_predict_layers));
     kernels_.head(batch.sampled_tokens(), ks);
     add_kernels(g, ks);
   }
@@ -86,13 +103,13 @@ hal::Graph StepGraphBuilder::build_layers(const RankBatch& batch, std::span<cons
     throw std::invalid_argument("step graph: tokens_per_rank has no entry for rank " + std::to_string(opts_.rank));
   }
   hal::Graph g("step");
-  std::vector<hal::KernelDesc> ks;
+  std::vector<hal::KernelDesc> attention, ks;
+  kernels_.attention(batch, attention);
   const std::int64_t n = batch.tokens();
   const std::int64_t dense = std::max<std::int64_t>(0, std::min(end_layer, m.first_k_dense_replace) - first_layer);
   if (dense > 0 && n > 0) {
     hal::Graph layer("dense_layer");
-    kernels_.attention(batch, ks);
-    add_kernels(layer, ks);
+    for (const hal::KernelDesc& k : attention) layer.add(k);
     add_all_reduce(layer, "attn.all_reduce", n);
     kernels_.dense_ffn(n, ks);
     add_kernels(layer, ks);
@@ -100,7 +117,7 @@ hal::Graph StepGraphBuilder::build_layers(const RankBatch& batch, std::span<cons
     g.add_repeat(std::move(layer), static_cast<std::size_t>(dense));
   }
   const std::int64_t moe = end_layer - std::max(first_layer, m.first_k_dense_replace);
-  if (moe > 0) g.add_repeat(moe_layer(batch, tokens_per_rank), static_cast<std::size_t>(moe));
+  if (moe > 0) g.add_repeat(moe_layer(batch, attention, tokens_per_rank), static_cast<std::size_t>(moe));
   if (with_head) {
     kernels_.head(batch.sampled_tokens(), ks);
     add_kernels(g, ks);

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <vector>
 
 #include "engine/exec/layer_kernels.h"
 #include "engine/exec/moe_traffic.h"
@@ -37,13 +38,27 @@ class StepGraphBuilder {
                           std::int64_t first_layer, std::int64_t end_layer, bool with_head) const;
 
  private:
+  // This rank's part of the EP routing for one set of token counts and rank shares: decode steps
+  // repeat the same counts, so it is kept and reused while both stay the same.
+  struct EpRouting {
+    std::vector<std::int64_t> tokens_per_rank;
+    std::vector<double> shares;
+    std::vector<std::uint64_t> dispatch_row;
+    std::vector<std::uint64_t> combine_row;
+    std::int64_t expert_tokens = 0;
+  };
+  const EpRouting& ep_routing(std::span<const std::int64_t> tokens_per_rank) const;
   void add_kernels(hal::Graph& g, std::vector<hal::KernelDesc>& ks) const;
   void add_all_reduce(hal::Graph& g, const char* name, std::int64_t tokens) const;
-  hal::Graph moe_layer(const RankBatch& batch, std::span<const std::int64_t> tokens_per_rank) const;
+  // `attention`: the layer's attention kernels for the batch (the same in every layer).
+  hal::Graph moe_layer(const RankBatch& batch, const std::vector<hal::KernelDesc>& attention,
+                       std::span<const std::int64_t> tokens_per_rank) const;
 
   const LayerKernels& kernels_;
   const MoeTraffic* traffic_;
   StepGraphOptions opts_;
+  mutable EpRouting routing_;
+  mutable bool routing_valid_ = false;
 };
 
 }  // namespace nvl::engine

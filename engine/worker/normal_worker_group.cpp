@@ -2,9 +2,12 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
+#include <numeric>
 #include <stdexcept>
 #include <string>
 
+#include "engine/eplb/expert_moves.h"
 #include "engine/exec/two_batch_split.h"
 #include "engine/model/activation_reserve.h"
 #include "engine/model/kv_footprint.h"
@@ -31,19 +34,33 @@ NormalWorkerGroup::NormalWorkerGroup(rt::Runtime& rt, const ModelProfile& model,
   reserve_bytes_ = cfg_.activation_reserve_bytes.value_or(
       estimate_activation_reserve(model, cfg_.scheduler.token_budget, sampled, 1).total_bytes());
 
-  rt::Rng& rng = rt.rng("expert-popularity");
-  const ExpertLoad load = cfg_.expert_skew > 0 ? skewed_expert_load(model.n_routed_experts, cfg_.expert_skew, rng)
-                                               : ExpertLoad(static_cast<std::size_t>(model.n_routed_experts),
-                                                            1.0 / static_cast<double>(model.n_routed_experts));
+  if (cfg_.expert_drift_interval_steps < 0 || cfg_.eplb_interval_steps < 0 ||
+      !(cfg_.expert_drift_fraction >= 0 && cfg_.expert_drift_fraction <= 1) ||
+      !(cfg_.eplb_min_improvement >= 0 && cfg_.eplb_min_improvement < 1)) {
+    throw std::invalid_argument(
+        "normal worker group: expert_drift_interval_steps and eplb_interval_steps must be >= 0, "
+        "expert_drift_fraction in [0, 1] and eplb_min_improvement in [0, 1)");
+  }
+  if (cfg_.expert_skew > 0) {
+    popularity_.emplace(model.n_routed_experts, cfg_.expert_skew, rt.rng("expert-popularity"));
+    load_ = popularity_->load();
+    if (cfg_.expert_drift_interval_steps > 0) drift_rng_ = &rt.rng("expert-drift");
+  } else {
+    load_.assign(static_cast<std::size_t>(model.n_routed_experts), 1.0 / static_cast<double>(model.n_routed_experts));
+  }
   std::vector<hal::DeviceId> ids;
   for (hal::Device* d : devices) ids.push_back(d->id());
   if (n > 1) {
-    placement_.emplace(load, n, cfg_.redundant_experts);
-    traffic_.emplace(*placement_, load, model.num_experts_per_tok);
+    placement_.emplace(load_, n, cfg_.redundant_experts);
+    traffic_.emplace(*placement_, load_, model.num_experts_per_tok);
     ep_group_ = collectives.create_group("ep" + std::to_string(n), ids);
     if (cfg_.two_batch_overlap) ep_group_b_ = collectives.create_group("ep" + std::to_string(n) + "-tbo", ids);
+    expert_bytes_ = weights_.routed_expert_bytes / static_cast<std::uint64_t>(weights_.expert_slots);
+    routed_counts_.assign(static_cast<std::size_t>(model.n_routed_experts), 0);
   } else if (cfg_.two_batch_overlap) {
     throw std::invalid_argument("normal worker group: two-batch overlap needs expert parallelism (two or more GPUs)");
+  } else if (cfg_.eplb_interval_steps > 0) {
+    throw std::invalid_argument("normal worker group: EPLB rebalancing needs expert parallelism (two or more GPUs)");
   }
 
   ranks_.resize(static_cast<std::size_t>(n));
@@ -232,7 +249,66 @@ void NormalWorkerGroup::loop() {
       }
     }
     ++steps_;
+    if (placement_) track_experts();
   }
+}
+
+void NormalWorkerGroup::track_experts() {
+  const auto top_k = model_.num_experts_per_tok;
+  if (cfg_.eplb_interval_steps > 0) {
+    // Expected counts: the step's tokens times top-k, spread by the popularity the step ran under.
+    std::int64_t tokens = 0;
+    for (std::int64_t t : tokens_) tokens += t;
+    const auto pairs = static_cast<double>(tokens * top_k);
+    for (std::size_t e = 0; e < routed_counts_.size(); ++e) {
+      routed_counts_[e] += static_cast<std::uint64_t>(std::llround(pairs * load_[e]));
+    }
+  }
+  const auto every = [this](std::int64_t interval) {
+    return interval > 0 && steps_ % static_cast<std::uint64_t>(interval) == 0;
+  };
+  // The rebalance sees only the steps before it; a drift at the same step takes effect after it.
+  if (every(cfg_.eplb_interval_steps)) rebalance();
+  if (drift_rng_ != nullptr && every(cfg_.expert_drift_interval_steps)) {
+    popularity_->drift(cfg_.expert_drift_fraction, *drift_rng_);
+    load_ = popularity_->load();
+    traffic_.emplace(*placement_, load_, top_k);
+    rt_.record("eplb", "popularity_drifted", {{"step", steps_}, {"imbalance", placement_->imbalance(load_)}});
+  }
+}
+
+void NormalWorkerGroup::rebalance() {
+  if (std::all_of(routed_counts_.begin(), routed_counts_.end(), [](std::uint64_t c) { return c == 0; })) return;
+  const ExpertLoad seen = expert_load_from_counts(routed_counts_);
+  std::fill(routed_counts_.begin(), routed_counts_.end(), 0);
+  ExpertPlacement next(seen, static_cast<std::int64_t>(ranks_.size()), cfg_.redundant_experts);
+  if (next.imbalance(seen) >= placement_->imbalance(seen) * (1 - cfg_.eplb_min_improvement)) return;
+  const std::int64_t slots = placement_->slots_changed_to(next);
+  const double before = placement_->imbalance(load_);
+  const auto moves = expert_move_bytes(*placement_, next, expert_bytes_);
+  std::uint64_t bytes = 0;
+  for (const auto& row : moves) bytes += std::accumulate(row.begin(), row.end(), std::uint64_t{0});
+  // The weights move rank to rank on the EP group as one all-to-all; no step runs meanwhile.
+  const rt::Time start = rt_.now();
+  for (std::size_t i = 0; i < ranks_.size(); ++i) {
+    hal::CollectiveOp op;
+    op.kind = hal::CollectiveKind::all_to_all;
+    op.name = "eplb.weights";
+    op.send_bytes = moves[i];
+    hal::Graph g("eplb_rebalance");
+    g.add(hal::CollectiveCall{ep_group_, static_cast<int>(i), std::move(op)});
+    ranks_[i].stream->launch(ranks_[i].device->instantiate(g));
+  }
+  for (Rank& r : ranks_) r.stream->synchronize();
+  placement_ = std::move(next);
+  traffic_.emplace(*placement_, load_, model_.num_experts_per_tok);
+  rt_.record("eplb", "rebalanced",
+             {{"step", steps_},
+              {"imbalance_before", before},
+              {"imbalance_after", placement_->imbalance(load_)},
+              {"slots_moved", slots},
+              {"bytes_moved", bytes},
+              {"duration_ns", (rt_.now() - start).ns()}});
 }
 
 }  // namespace nvl::engine

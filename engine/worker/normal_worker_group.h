@@ -12,6 +12,7 @@
 #include "emu/rt/condition.h"
 #include "emu/rt/runtime.h"
 #include "engine/eplb/expert_placement.h"
+#include "engine/eplb/expert_popularity.h"
 #include "engine/exec/layer_kernels.h"
 #include "engine/exec/moe_traffic.h"
 #include "engine/exec/step_graph_builder.h"
@@ -39,6 +40,17 @@ struct NormalGroupConfig {
   std::string scheduling_policy = "fcfs";
   std::int64_t redundant_experts = 0;
   double expert_skew = 0;  // Zipf skew of expert popularity (0: uniform)
+  // Popularity drift (ExpertPopularity::drift): every expert_drift_interval_steps steps (0: never) this
+  // fraction of the Zipf order is rotated, from the seeded stream "expert-drift". Needs expert_skew > 0.
+  std::int64_t expert_drift_interval_steps = 0;
+  double expert_drift_fraction = 0.25;
+  // EPLB: every eplb_interval_steps steps (0: off) the experts are placed anew from the routed counts
+  // observed since the last rebalance; the weights of every slot that changes move over NVLink (an
+  // all-to-all on the EP group) before the next step.
+  std::int64_t eplb_interval_steps = 0;
+  // A rebalance happens only when it cuts the observed imbalance by this fraction: a placement that is
+  // still good is not reshuffled for noise in the counts.
+  double eplb_min_improvement = 0.02;
   // Two-batch overlap on prefill-heavy steps (more prefill than decode tokens over the group): each
   // rank's batch runs as two micro-batches on two streams, one's all-to-all beside the other's compute.
   bool two_batch_overlap = false;
@@ -102,6 +114,9 @@ class NormalWorkerGroup {
   bool two_batch_step() const;
   void launch_two_batches();
   std::int64_t accepted_drafts();
+  // After each step: count the step's routed tokens per expert, drift the popularity, rebalance.
+  void track_experts();
+  void rebalance();
 
   rt::Runtime& rt_;
   rt::Rng& mtp_rng_;
@@ -115,6 +130,11 @@ class NormalWorkerGroup {
   std::uint64_t reserve_bytes_ = 0;
   LayerKernels kernels_;
   std::optional<ExpertPlacement> placement_;
+  std::optional<ExpertPopularity> popularity_;  // with skew; otherwise the load stays uniform
+  ExpertLoad load_;                             // the experts' true popularity now
+  rt::Rng* drift_rng_ = nullptr;
+  std::vector<std::uint64_t> routed_counts_;  // token-expert pairs per expert since the last rebalance
+  std::uint64_t expert_bytes_ = 0;            // one routed expert's weights, every MoE layer
   std::optional<MoeTraffic> traffic_;
   std::shared_ptr<hal::CommGroup> ep_group_;
   std::shared_ptr<hal::CommGroup> ep_group_b_;  // the second micro-batch's all-to-alls
