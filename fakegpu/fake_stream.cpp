@@ -115,8 +115,12 @@ void FakeStream::enqueue(Op op) {
 void FakeStream::pump() {
   if (pumping_) return;
   pumping_ = true;
+  // A host callback may throw; the stream must still run what is queued later.
+  struct Reset {
+    bool& flag;
+    ~Reset() { flag = false; }
+  } reset{pumping_};
   while (!busy_ && !queue_.empty()) start_front();
-  pumping_ = false;
   if (queue_.empty()) idle_cond_.notify_all();
 }
 

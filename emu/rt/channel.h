@@ -22,7 +22,7 @@ class Channel {
   }
 
   ChannelStatus push(T v) { return push_deadline(std::move(v), Time::max()); }
-  ChannelStatus push_timeout(T v, Duration d) { return push_deadline(std::move(v), now() + d); }
+  ChannelStatus push_timeout(T v, Duration d) { return push_deadline(std::move(v), now().saturating_add(d)); }
   ChannelStatus push_deadline(T v, Time deadline) {
     while (!closed_ && items_.size() >= capacity_) {
       if (!not_full_.block("push", deadline) && !closed_ && items_.size() >= capacity_) {
@@ -45,7 +45,7 @@ class Channel {
     pop_deadline(out, Time::max());
     return out;
   }
-  ChannelStatus pop_timeout(std::optional<T>& out, Duration d) { return pop_deadline(out, now() + d); }
+  ChannelStatus pop_timeout(std::optional<T>& out, Duration d) { return pop_deadline(out, now().saturating_add(d)); }
   ChannelStatus pop_deadline(std::optional<T>& out, Time deadline) {
     while (!closed_ && items_.empty()) {
       if (!not_empty_.block("pop", deadline) && !closed_ && items_.empty()) return ChannelStatus::timed_out;
@@ -67,6 +67,9 @@ class Channel {
     not_empty_.notify_all();
     not_full_.notify_all();
   }
+
+  // A server loop popping here is idle while the channel is empty (see Condition::mark_idle_point).
+  void mark_idle_point() { not_empty_.mark_idle_point(); }
 
   bool closed() const { return closed_; }
   std::size_t size() const { return items_.size(); }

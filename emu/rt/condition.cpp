@@ -8,7 +8,7 @@ Condition::~Condition() {
   if (head_ != nullptr) rt_.abandon(*this);
 }
 
-Wait Condition::wait_timeout(Duration d) { return wait_deadline(rt_.now() + d); }
+Wait Condition::wait_timeout(Duration d) { return wait_deadline(rt_.now().saturating_add(d)); }
 
 std::size_t Condition::notify_all() {
   std::size_t n = 0;

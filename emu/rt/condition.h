@@ -23,7 +23,7 @@ struct Waiter {
 class Condition {
  public:
   Condition(Runtime& rt, std::string name);
-  // Fibers still waiting are cancelled (their wait throws Cancelled).
+  // Fibers still waiting are cancelled (their wait throws Cancelled); outside shutdown that fails the run.
   ~Condition();
   Condition(const Condition&) = delete;
   Condition& operator=(const Condition&) = delete;
@@ -50,6 +50,10 @@ class Condition {
   std::size_t notify_all();
 
   std::size_t waiters() const { return count_; }
+  // An idle point: a daemon (service loop) waiting here has no work; the run may end with it waiting.
+  // A daemon blocked anywhere else when the run goes quiet is part of a deadlock.
+  void mark_idle_point() { idle_point_ = true; }
+  bool idle_point() const { return idle_point_; }
   const std::string& name() const { return name_; }
   Runtime& runtime() const { return rt_; }
 
@@ -70,6 +74,7 @@ class Condition {
   detail::Waiter* head_ = nullptr;
   detail::Waiter* tail_ = nullptr;
   std::size_t count_ = 0;
+  bool idle_point_ = false;
 };
 
 }  // namespace nvl::rt

@@ -11,7 +11,7 @@ class UsageError : public std::logic_error {
   using std::logic_error::logic_error;
 };
 
-// Every fiber is blocked, nothing is scheduled and some non-daemon fiber still waits.
+// Every fiber is blocked, nothing is scheduled and some fiber waits other than a daemon at an idle point.
 // what() lists each waiting fiber by name and what it waits on.
 class DeadlockError : public std::runtime_error {
  public:

@@ -20,7 +20,7 @@ class Event {
   void wait() {
     while (!set_) cond_.block("wait", Time::max());
   }
-  Wait wait_timeout(Duration d) { return wait_deadline(cond_.runtime().now() + d); }
+  Wait wait_timeout(Duration d) { return wait_deadline(cond_.runtime().now().saturating_add(d)); }
   Wait wait_deadline(Time t) {
     while (!set_) {
       if (!cond_.block("wait", t)) return set_ ? Wait::notified : Wait::timed_out;

@@ -268,6 +268,10 @@ bool FiberLoop::wake_one(Condition& cond) {
 }
 
 void FiberLoop::abandon(Condition& cond) {
+  if (!shutting_down_ && !failure_) {
+    failure_ = "condition '" + cond.name() + "' destroyed at t=" + to_string(now()) + " while fiber '" +
+               cond.front()->fiber->name + "' waited on it";
+  }
   while (detail::Waiter* w = cond.front()) {
     cond.unlink(w);
     w->fiber->cancel = true;
@@ -370,7 +374,11 @@ RunResult FiberLoop::run(RunOptions opts) {
   for (;;) {
     drain_posts();
     run_ready();
-    if (failure_) throw FiberFailed(*failure_);
+    if (failure_) {
+      const std::string failure = std::move(*failure_);
+      failure_.reset();
+      throw FiberFailed(failure);
+    }
     if (stop_requested_.exchange(false)) return {RunResult::Stop::stopped, now()};
     if (!pop_dead_events()) {
       if (posted_.load(std::memory_order_acquire)) continue;
@@ -379,7 +387,8 @@ RunResult FiberLoop::run(RunOptions opts) {
         continue;
       }
       const bool stuck = std::any_of(fibers_.begin(), fibers_.end(), [](const auto& kv) {
-        return !kv.second->daemon;
+        const detail::FiberState& f = *kv.second;
+        return !(f.daemon && f.waiting_on != nullptr && f.waiting_on->idle_point());
       });
       if (stuck) throw DeadlockError(deadlock_report());
       return {RunResult::Stop::quiescent, now()};

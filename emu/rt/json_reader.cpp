@@ -116,7 +116,11 @@ double JsonReader::sourced(std::string_view key, NumberRule rule) {
   return x;
 }
 
-Duration JsonReader::sourced_ns(std::string_view key) { return from_seconds(sourced(key) * 1e-9); }
+Duration JsonReader::sourced_ns(std::string_view key) {
+  const double ns = sourced(key);
+  if (ns > 9e18) fail(std::string(key) + ".value", "expected a duration in nanoseconds below 9e18");
+  return from_seconds(ns * 1e-9);
+}
 
 JsonReader JsonReader::object(std::string_view key) {
   const auto& v = get(key);

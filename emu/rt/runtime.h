@@ -22,8 +22,9 @@ using Priority = std::int32_t;
 inline constexpr Priority kDefaultPriority = 0;
 
 struct SpawnOptions {
-  // A daemon is a service loop (a worker waiting for requests) that may still wait when the run
-  // goes quiet; a non-daemon fiber still waiting then is a deadlock.
+  // A daemon is a service loop (a worker waiting for requests) that may still wait when the run goes
+  // quiet, provided it waits at an idle point (Condition::mark_idle_point); any other fiber still
+  // waiting then is a deadlock.
   bool daemon = false;
 };
 

@@ -44,6 +44,11 @@ class Time {
 
   constexpr std::int64_t ns() const { return ns_; }
   constexpr Duration since_start() const { return Duration::nanoseconds(ns_); }
+  // This time plus d, held at Time::max() instead of overflowing (deadlines of "wait forever").
+  constexpr Time saturating_add(Duration d) const {
+    if (d.ns() > 0 && ns_ > std::numeric_limits<std::int64_t>::max() - d.ns()) return max();
+    return Time(ns_ + d.ns());
+  }
 
   constexpr auto operator<=>(const Time&) const = default;
   constexpr Time operator+(Duration d) const { return Time(ns_ + d.ns()); }

@@ -25,6 +25,7 @@ NormalWorkerGroup::NormalWorkerGroup(rt::Runtime& rt, const ModelProfile& model,
       on_reject_(std::move(on_reject)),
       kernels_(model, 1, cfg_.weights, cfg_.kv_dtype),
       work_(rt, "normal group: new requests") {
+  work_.mark_idle_point();
   const auto n = static_cast<std::int64_t>(devices.size());
   if (n < 1) throw std::invalid_argument("normal worker group: needs at least one GPU");
   const ParallelLayout layout{.tp = 1, .dp = n, .ep = n, .redundant_experts = cfg_.redundant_experts};
@@ -125,6 +126,7 @@ void NormalWorkerGroup::start() {
 
 void NormalWorkerGroup::submit(std::int32_t rank, RequestState request) {
   ranks_.at(static_cast<std::size_t>(rank)).sched->enqueue(std::move(request));
+  new_work_ = true;
   work_.notify_all();
 }
 
@@ -138,11 +140,13 @@ std::optional<AdmitPlan> NormalWorkerGroup::receive(std::int32_t rank, RequestSt
 
 void NormalWorkerGroup::received(std::int32_t rank, RequestId id) {
   on_tokens_(rank, ranks_.at(static_cast<std::size_t>(rank)).sched->received(id));
+  new_work_ = true;
   work_.notify_all();
 }
 
 void NormalWorkerGroup::receive_failed(std::int32_t rank, RequestId id) {
   ranks_.at(static_cast<std::size_t>(rank)).sched->receive_failed(id);
+  new_work_ = true;
   work_.notify_all();
 }
 
@@ -228,8 +232,10 @@ void NormalWorkerGroup::launch_two_batches() {
 
 void NormalWorkerGroup::loop() {
   for (;;) {
+    new_work_ = false;
     if (!plan_all()) {
-      work_.wait();
+      // Work that arrived while planning (a reject handler may route more here) is not slept through.
+      work_.wait([this] { return new_work_; });
       continue;
     }
     const bool tbo = two_batch_step();

@@ -141,7 +141,8 @@ class NormalWorkerGroup {
   std::vector<Rank> ranks_;
   std::vector<std::int64_t> tokens_;
   std::vector<std::int64_t> tokens_a_, tokens_b_;  // per micro-batch, under two-batch overlap
-  rt::Condition work_;
+  rt::Condition work_;   // an idle point: the stepping fiber waits here when every rank is idle
+  bool new_work_ = false;
   std::uint64_t steps_ = 0;
   bool started_ = false;
 };

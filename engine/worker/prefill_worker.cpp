@@ -34,6 +34,7 @@ PrefillWorker::PrefillWorker(rt::Runtime& rt, const ModelProfile& model, std::ve
       on_reject_(std::move(on_reject)),
       kernels_(model, checked_tp(model, devices.size()), cfg_.weights, cfg_.kv_dtype),
       work_(rt, "prefill worker: new requests") {
+  work_.mark_idle_point();
   const std::int64_t tp = checked_tp(model, devices.size());
   if (cfg_.kv_layer_groups < 1) throw std::invalid_argument("prefill worker: kv_layer_groups must be at least 1");
   if (cfg_.scheduler.draft_tokens != 0) throw std::invalid_argument("prefill worker: a prefill step drafts no MTP tokens");
@@ -110,6 +111,7 @@ void PrefillWorker::start() {
 void PrefillWorker::submit(RequestState request) {
   request.max_output_tokens = 1;
   sched_->enqueue(std::move(request));
+  new_work_ = true;
   work_.notify_all();
 }
 
@@ -153,10 +155,11 @@ void PrefillWorker::launch_step(const StepPlan& plan) {
 
 void PrefillWorker::loop() {
   for (;;) {
+    new_work_ = false;
     const StepPlan plan = sched_->plan_step();
     for (RequestId id : plan.rejected) on_reject_(id, "prompt needs more KV blocks than the prefill worker holds");
     if (plan.empty()) {
-      work_.wait();
+      work_.wait([this] { return new_work_; });
       continue;
     }
     launch_step(plan);

@@ -114,7 +114,8 @@ class PrefillWorker {
   std::unique_ptr<RankScheduler> sched_;
   RankBatch batch_;
   std::vector<std::int64_t> tokens_;  // tokens each EP rank dispatches (its slice of the batch)
-  rt::Condition work_;
+  rt::Condition work_;   // an idle point: the stepping fiber waits here when there is nothing to run
+  bool new_work_ = false;
   std::uint64_t steps_ = 0;
   bool started_ = false;
 };

@@ -56,6 +56,16 @@ TEST(Condition, NotifyAtTheTimeoutInstantCountsAsNotified) {
   EXPECT_EQ(result, Wait::notified);
 }
 
+TEST(Condition, AnEndlessTimeoutDoesNotOverflowIntoAnImmediateOne) {
+  VirtualRuntime rt;
+  Condition cond(rt, "forever");
+  Wait result = Wait::timed_out;
+  rt.spawn("a", [&] { result = cond.wait_timeout(Duration::max()); });
+  rt.call_after(us(5), [&] { cond.notify_one(); });
+  rt.run();
+  EXPECT_EQ(result, Wait::notified);
+}
+
 TEST(Condition, PredicateWaitWithDeadline) {
   VirtualRuntime rt;
   Condition cond(rt, "pred");
@@ -107,7 +117,7 @@ TEST(Condition, WaitingOutsideAFiberIsAnError) {
   }
 }
 
-TEST(Condition, DestroyedWithWaitersCancelsThem) {
+TEST(Condition, DestroyedWithWaitersUnwindsThemAndFailsTheRun) {
   VirtualRuntime rt;
   bool unwound = false;
   auto cond = std::make_unique<Condition>(rt, "short-lived");
@@ -117,11 +127,18 @@ TEST(Condition, DestroyedWithWaitersCancelsThem) {
       ~Guard() { flag = true; }
     } g{unwound};
     cond->wait();
-  }, SpawnOptions{.daemon = true});
-  rt.run(RunOptions{.until = Time::zero()});
-  cond.reset();
-  rt.run();
+  });
+  rt.call_after(us(1), [&] { cond.reset(); });
+  try {
+    rt.run();
+    FAIL() << "expected the run to fail";
+  } catch (const FiberFailed& e) {
+    EXPECT_NE(std::string(e.what()).find("condition 'short-lived' destroyed at t=0.000001000 while fiber 'waiter' waited on it"),
+              std::string::npos)
+        << e.what();
+  }
   EXPECT_TRUE(unwound);
+  rt.run();  // the failure is reported once; the runtime goes on
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "emu/rt/channel.h"
+#include "emu/rt/condition.h"
 #include "emu/rt/errors.h"
 #include "emu/rt/event.h"
 #include "emu/rt/virtual_runtime.h"
@@ -35,6 +36,7 @@ TEST(Deadlock, ReportNamesEveryWaitingFiberAndWhatItWaitsOn) {
 TEST(Deadlock, DaemonsWaitingAtTheEndAreQuiescenceNotDeadlock) {
   VirtualRuntime rt;
   Channel<int> requests(rt, 4, "requests");
+  requests.mark_idle_point();
   int served = 0;
   rt.spawn("server", [&] {
     while (requests.pop()) ++served;
@@ -43,6 +45,20 @@ TEST(Deadlock, DaemonsWaitingAtTheEndAreQuiescenceNotDeadlock) {
   const RunResult r = rt.run();
   EXPECT_EQ(r.reason, RunResult::Stop::quiescent);
   EXPECT_EQ(served, 1);
+}
+
+TEST(Deadlock, ADaemonBlockedOutsideAnIdlePointIsADeadlock) {
+  VirtualRuntime rt;
+  Condition step_done(rt, "step done");  // e.g. a stream that will never complete
+  rt.spawn("worker-loop", [&] { step_done.wait(); }, SpawnOptions{.daemon = true});
+  try {
+    rt.run();
+    FAIL() << "expected a deadlock";
+  } catch (const DeadlockError& e) {
+    EXPECT_NE(std::string(e.what()).find("fiber 'worker-loop' (#1, daemon) waits on wait of 'step done'"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(Deadlock, TwoFibersJoiningEachOtherAreReported) {

@@ -25,6 +25,7 @@ TEST(GoldenLog, PingPongWithATimeout) {
   auto server_log = make_logger(rt, "server", sink);
   Channel<int> requests(rt, 1, "requests");
   Channel<int> replies(rt, 1, "replies");
+  requests.mark_idle_point();
 
   rt.spawn("client", [&] {
     for (int i = 1; i <= 3; ++i) {
