@@ -65,9 +65,13 @@ std::optional<AdmitPlan> KvCacheManager::admit(RequestId id, std::span<const Blo
 
   Held held;
   held.blocks = gpu_.acquire_prefix(hashes.first(static_cast<std::size_t>(m.gpu_blocks)));
+  // Pin the Grace hits: making room on the GPU may spill to Grace (write-back), which must not evict them.
+  const std::vector<BlockId> from_grace =
+      grace_.acquire_prefix(hashes.subspan(static_cast<std::size_t>(m.gpu_blocks)));
   auto fresh = gpu_.allocate(blocks_for(prompt_tokens) - m.gpu_blocks);
   if (!fresh) {
     gpu_.release(held.blocks);
+    grace_.release(from_grace);
     return std::nullopt;
   }
   // The blocks only Grace holds are loaded into the first fresh blocks and published at once.
@@ -75,9 +79,9 @@ std::optional<AdmitPlan> KvCacheManager::admit(RequestId id, std::span<const Blo
     const BlockHash h = hashes[static_cast<std::size_t>(m.gpu_blocks + i)];
     const BlockId b = (*fresh)[static_cast<std::size_t>(i)];
     if (gpu_.publish(b, h)) emit(KvEvent::Kind::stored, KvTier::gpu, h);
-    grace_.release(grace_.acquire_prefix(std::span<const BlockHash>(&h, 1)));  // touch: most recently used
   }
   copy(KvCopy::Direction::grace_to_gpu, m.grace_blocks);
+  grace_.release(from_grace);  // they stay cached in Grace, now most recently used
   held.blocks.insert(held.blocks.end(), fresh->begin(), fresh->end());
   held.tokens = prompt_tokens;
   held.published = m.gpu_blocks + m.grace_blocks;

@@ -50,6 +50,10 @@ bool RankScheduler::cancel(RequestId id) {
   return true;
 }
 
+bool RankScheduler::fits(const RequestState& r) const {
+  return kv_.blocks_for(r.prompt_tokens + r.max_output_tokens) <= kv_.gpu().capacity();
+}
+
 std::optional<AdmitPlan> RankScheduler::receive(RequestState request) {
   if (request.prompt_tokens < 1 || request.max_output_tokens < 1) {
     throw std::invalid_argument("scheduler: request " + std::to_string(request.id) +
@@ -165,7 +169,8 @@ StepPlan RankScheduler::plan_step() {
   while (budget > 0 && !waiting_.empty() && static_cast<std::int64_t>(running_.size()) < cfg_.max_running) {
     const std::size_t i = policy_->pick(waiting_);
     RequestState* r = waiting_[i];
-    if (kv_.blocks_for(r->prefill_target()) > kv_.gpu().capacity()) {
+    // One that could never hold its prompt and output is dropped now rather than preempting others later.
+    if (!fits(*r)) {
       plan.rejected.push_back(r->id);
       waiting_.erase(waiting_.begin() + static_cast<std::ptrdiff_t>(i));
       requests_.erase(r->id);

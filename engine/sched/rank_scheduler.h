@@ -56,6 +56,9 @@ class RankScheduler {
   std::vector<StepOutcome> complete_step(const StepPlan& plan,
                                          const std::function<std::int64_t(RequestId)>& accepted_drafts);
 
+  // Whether the request could ever run here: its prompt and all its output within the whole KV cache.
+  bool fits(const RequestState& r) const;
+
   std::size_t waiting() const { return waiting_.size(); }
   std::size_t receiving() const { return receiving_; }
   std::size_t running() const { return running_.size(); }

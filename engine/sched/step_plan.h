@@ -20,7 +20,7 @@ struct StepPlan {
   std::int64_t prefill_tokens = 0;
   std::int64_t decode_tokens = 0;
   std::vector<RequestId> preempted;  // requests whose KV was dropped to make room this step
-  std::vector<RequestId> rejected;   // requests that can never fit this rank's KV cache: dropped
+  std::vector<RequestId> rejected;   // requests whose prompt and output can never fit this rank's KV: dropped
 
   bool empty() const { return items.empty(); }
   std::int64_t tokens() const { return prefill_tokens + decode_tokens; }

@@ -84,6 +84,10 @@ void PdSystem::route(RequestState request) {
     submit_local(d->rank, std::move(request));
     return;
   }
+  if (!normal_->fits(d->rank, request)) {
+    finish(id, "prompt and output need more KV blocks than DP rank " + std::to_string(d->rank) + " holds");
+    return;
+  }
   const auto room = normal_->receive(d->rank, request);
   if (!room) {
     pending_.push_back(std::move(request));  // routed again when a request finishes and frees KV
@@ -226,9 +230,12 @@ void PdSystem::finish(RequestId id, const std::string& failure) {
 }
 
 void PdSystem::retry_pending() {
+  if (retrying_) return;  // a retry that finishes a request would otherwise re-enter
+  retrying_ = true;
   std::deque<RequestState> again;
   again.swap(pending_);
   for (auto& r : again) route(std::move(r));
+  retrying_ = false;
 }
 
 }  // namespace nvl::engine

@@ -97,7 +97,8 @@ class PdSystem {
   std::map<std::pair<hal::DeviceId, bool>, hal::MemoryRegion> regions_;  // (GPU, its Grace?) -> region
   std::map<RequestId, RequestTiming> timings_;
   std::map<RequestId, Moving> moving_;
-  std::deque<RequestState> pending_;            // long prompts waiting for KV room on their rank
+  std::deque<RequestState> pending_;  // long prompts waiting for KV room on their rank
+  bool retrying_ = false;
 };
 
 }  // namespace nvl::engine

@@ -166,7 +166,7 @@ bool NormalWorkerGroup::plan_all() {
     Rank& rank = ranks_[r];
     rank.plan = rank.sched->plan_step();
     for (RequestId id : rank.plan.rejected) {
-      on_reject_(static_cast<std::int32_t>(r), id, "prompt needs more KV blocks than rank " + std::to_string(r) + " holds");
+      on_reject_(static_cast<std::int32_t>(r), id, "prompt and output need more KV blocks than rank " + std::to_string(r) + " holds");
     }
     rank.batch.prefills.clear();
     rank.batch.decodes.clear();

@@ -79,6 +79,7 @@ class NormalWorkerGroup {
   void received(std::int32_t rank, RequestId id);
   void receive_failed(std::int32_t rank, RequestId id);
 
+  bool fits(std::int32_t rank, const RequestState& r) const { return ranks_.at(static_cast<std::size_t>(rank)).sched->fits(r); }
   // What the router sees of a rank.
   RankLoad load(std::int32_t rank) const;
   hal::DeviceId device_of(std::int32_t rank) const { return ranks_.at(static_cast<std::size_t>(rank)).device->id(); }

@@ -141,7 +141,7 @@ TEST(RankScheduler, MtpDraftsDeliverMoreTokensPerStep) {
 TEST(RankScheduler, CancelFreesTheRequestsKv) {
   auto kv = make_kv(8);
   RankScheduler s(kv, SchedulerConfig{.token_budget = 100}, nullptr);
-  s.enqueue(request(1, 12, 50));
+  s.enqueue(request(1, 12, 20));  // 32 tokens at most: the whole 8-block cache
   s.complete_step(s.plan_step(), no_drafts);
   EXPECT_GT(kv.gpu().used_blocks(), 0);
   EXPECT_TRUE(s.cancel(1));
@@ -203,6 +203,16 @@ TEST(RankScheduler, ReceiveWaitsForRoomAndAFailedTransferIsPrefilledHere) {
   s.receive_failed(1);
   const auto [delivered, steps] = drain(s);
   EXPECT_EQ(delivered.at(1), 3) << "re-prefilled locally, every token delivered";
+}
+
+TEST(RankScheduler, ARequestWhoseOutputCouldNeverFitIsRejectedUpFront) {
+  auto kv = make_kv(8);  // 32 tokens
+  RankScheduler s(kv, SchedulerConfig{.token_budget = 100}, nullptr);
+  s.enqueue(request(1, 12, 21));  // 33 tokens: it would preempt everyone newer, then itself
+  EXPECT_FALSE(s.fits(*s.find(1)));
+  const StepPlan p = s.plan_step();
+  EXPECT_EQ(p.rejected, std::vector<RequestId>{1});
+  EXPECT_TRUE(s.idle());
 }
 
 TEST(RankScheduler, BadRequestsAndConfigsAreRejected) {
