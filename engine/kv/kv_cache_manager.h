@@ -55,6 +55,9 @@ struct KvCopy {
 class KvCacheManager {
  public:
   explicit KvCacheManager(const KvCacheConfig& cfg);
+  // The pools' listeners point back here: not copyable or movable.
+  KvCacheManager(const KvCacheManager&) = delete;
+  KvCacheManager& operator=(const KvCacheManager&) = delete;
 
   const KvCacheConfig& config() const { return cfg_; }
   PrefixMatch match(std::span<const BlockHash> hashes) const;

@@ -51,6 +51,10 @@ std::int64_t ModelProfile::active_params() const {
 
 namespace {
 
+// Upper bounds on model dimensions: far above any published model, low enough that FLOP and byte
+// counts (products of a few dimensions and token counts) stay inside 64-bit integers.
+constexpr std::int64_t kMaxDim = 1 << 20;
+
 AttentionKind attention_kind(rt::JsonReader& r) {
   const std::string s = r.string("attention");
   if (s == "mla") return AttentionKind::mla;
@@ -68,35 +72,35 @@ ModelProfile load_model_profile(const std::filesystem::path& file) {
   m.name = r.string("name");
   if (r.string("source").empty()) r.fail("source", "expected a non-empty string naming the config.json");
   m.attention = attention_kind(r);
-  m.hidden_size = r.integer("hidden_size", 1);
-  m.num_hidden_layers = r.integer("num_hidden_layers", 1);
+  m.hidden_size = r.integer("hidden_size", 1, kMaxDim);
+  m.num_hidden_layers = r.integer("num_hidden_layers", 1, 4096);
   m.first_k_dense_replace = r.integer("first_k_dense_replace", 0, m.num_hidden_layers);
-  m.vocab_size = r.integer("vocab_size", 1);
-  m.num_attention_heads = r.integer("num_attention_heads", 1);
+  m.vocab_size = r.integer("vocab_size", 1, 1 << 24);
+  m.num_attention_heads = r.integer("num_attention_heads", 1, 4096);
   if (m.is_mla()) {
-    m.q_lora_rank = r.integer("q_lora_rank", 1);
-    m.kv_lora_rank = r.integer("kv_lora_rank", 1);
-    m.qk_rope_head_dim = r.integer("qk_rope_head_dim", 1);
-    m.qk_nope_head_dim = r.integer("qk_nope_head_dim", 1);
-    m.v_head_dim = r.integer("v_head_dim", 1);
+    m.q_lora_rank = r.integer("q_lora_rank", 1, kMaxDim);
+    m.kv_lora_rank = r.integer("kv_lora_rank", 1, kMaxDim);
+    m.qk_rope_head_dim = r.integer("qk_rope_head_dim", 1, 4096);
+    m.qk_nope_head_dim = r.integer("qk_nope_head_dim", 1, 4096);
+    m.v_head_dim = r.integer("v_head_dim", 1, 4096);
   } else {
     m.num_key_value_heads = r.integer("num_key_value_heads", 1, m.num_attention_heads);
-    m.head_dim = r.integer("head_dim", 1);
+    m.head_dim = r.integer("head_dim", 1, 4096);
     if (m.num_attention_heads % m.num_key_value_heads != 0) {
       r.fail("num_key_value_heads", "must divide num_attention_heads (" + std::to_string(m.num_attention_heads) + ")");
     }
   }
   if (m.attention == AttentionKind::mla_dsa) {
-    m.index_n_heads = r.integer("index_n_heads", 1);
-    m.index_head_dim = r.integer("index_head_dim", 1);
-    m.index_topk = r.integer("index_topk", 1);
+    m.index_n_heads = r.integer("index_n_heads", 1, 4096);
+    m.index_head_dim = r.integer("index_head_dim", 1, 4096);
+    m.index_topk = r.integer("index_topk", 1, 1 << 24);
     m.index_key_scale_bytes = static_cast<std::int64_t>(r.sourced("index_key_scale_bytes", rt::NumberRule::non_negative));
   }
-  m.n_routed_experts = r.integer("n_routed_experts", 1);
-  m.n_shared_experts = r.integer("n_shared_experts", 0);
+  m.n_routed_experts = r.integer("n_routed_experts", 1, 1 << 16);
+  m.n_shared_experts = r.integer("n_shared_experts", 0, 64);
   m.num_experts_per_tok = r.integer("num_experts_per_tok", 1, m.n_routed_experts);
-  m.moe_intermediate_size = r.integer("moe_intermediate_size", 1);
-  m.intermediate_size = r.integer("intermediate_size", 1);
+  m.moe_intermediate_size = r.integer("moe_intermediate_size", 1, kMaxDim);
+  m.intermediate_size = r.integer("intermediate_size", 1, kMaxDim);
   m.num_nextn_predict_layers = r.integer("num_nextn_predict_layers", 0, 8);
   m.mtp_acceptance_rate = r.sourced("mtp_acceptance_rate", rt::NumberRule::fraction);
   m.published_params_total = r.sourced("published_params_total", rt::NumberRule::positive);

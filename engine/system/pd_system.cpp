@@ -70,18 +70,33 @@ void PdSystem::route(RequestState request) {
     finish(id, "no healthy DP rank to serve it");
     return;
   }
+  // The router counted the longest hit anywhere; what this rank gets is its own hit plus a fetch, if
+  // one pays. A prompt still long after that goes to the prefill worker after all.
+  PrefillPath path = d->path;
+  std::vector<RankMatch> matches;
+  FetchDecision fetch;
+  if (path == PrefillPath::local) {
+    matches = router_.index().match(request.prompt_hashes);
+    if (rdma_ != nullptr && cfg_.fetch_remote_prefix) {
+      fetch = plan_fetch(matches, d->rank, router_.config().block_tokens, kv_bytes_per_token_, cfg_.fetch);
+    }
+    const std::int64_t reachable_blocks = matches[static_cast<std::size_t>(d->rank)].grace_blocks +
+                                          (fetch.source != PrefixSource::none ? fetch.blocks : 0);
+    const std::int64_t uncached = request.prompt_tokens - reachable_blocks * router_.config().block_tokens;
+    if (prefill_ && uncached >= router_.config().prefill_threshold_tokens) path = PrefillPath::prefill_worker;
+  }
   RequestTiming& t = timings_.at(id);
-  t.path = d->path;
+  t.path = path;
   t.rank = d->rank;
   t.cached_tokens = d->cached_tokens;
   t.routed = rt_.now();
   rt_.record("router", "routed",
              {{"request", id},
-              {"path", d->path == PrefillPath::local ? "local" : "prefill_worker"},
+              {"path", path == PrefillPath::local ? "local" : "prefill_worker"},
               {"rank", d->rank},
               {"cached_tokens", d->cached_tokens}});
-  if (d->path == PrefillPath::local) {
-    submit_local(d->rank, std::move(request));
+  if (path == PrefillPath::local) {
+    submit_local(d->rank, std::move(request), matches, fetch);
     return;
   }
   if (!normal_->fits(d->rank, request)) {
@@ -113,13 +128,8 @@ hal::MemoryRegion PdSystem::region_of(hal::DeviceId device, bool grace) {
   return regions_.emplace(key, r).first->second;
 }
 
-void PdSystem::submit_local(std::int32_t rank, RequestState request) {
-  if (rdma_ == nullptr || !cfg_.fetch_remote_prefix) {
-    normal_->submit(rank, std::move(request));
-    return;
-  }
-  const auto matches = router_.index().match(request.prompt_hashes);
-  const FetchDecision f = plan_fetch(matches, rank, router_.config().block_tokens, kv_bytes_per_token_, cfg_.fetch);
+void PdSystem::submit_local(std::int32_t rank, RequestState request, const std::vector<RankMatch>& matches,
+                            const FetchDecision& f) {
   if (f.blocks > 0) {
     rt_.record("router", "prefix_fetch_decision",
                {{"request", request.id},

@@ -72,8 +72,9 @@ class PdSystem {
     bool failed = false;
   };
   void route(RequestState request);
-  // Local path: fetch a longer prefix from a peer when cheaper than recomputing it, then submit.
-  void submit_local(std::int32_t rank, RequestState request);
+  // Local path: fetch the longer prefix a peer holds first when that pays (`f`), then submit.
+  void submit_local(std::int32_t rank, RequestState request, const std::vector<RankMatch>& matches,
+                    const FetchDecision& f);
   hal::MemoryRegion region_of(hal::DeviceId device, bool grace);
   void on_normal_tokens(std::int32_t rank, const StepOutcome& o);
   void on_reject(RequestId id, const std::string& reason);

@@ -24,7 +24,7 @@ RequestState request(RequestId id, std::int64_t prompt, std::int64_t output, Blo
 }
 
 struct Rig {
-  explicit Rig(const std::string& policy = "cache_aware")
+  explicit Rig(const std::string& policy = "cache_aware", bool fetch = true)
       : cluster(rt, "gb300", "gb300-nvl72", 72),
         rdma(cluster.fabric()),
         model(load_model_profile(model_profile_path("deepseek-v3"))) {
@@ -33,6 +33,7 @@ struct Rig {
     d.normal_gpus = cluster.devices(0, 8);
     d.prefill_gpus = cluster.devices(64, 8);
     d.system.router.policy = policy;
+    d.system.fetch_remote_prefix = fetch;
     system = std::make_unique<PdSystem>(
         rt, model, cluster.collectives(), &rdma, std::move(d),
         [this](RequestId id, std::int64_t n, bool, bool) { tokens[id] += n; },
@@ -107,6 +108,21 @@ TEST(PdSystem, APrefixOnAnotherRanksGpuIsFetchedOverNvlinkRatherThanRecomputed) 
     }
   }
   EXPECT_TRUE(fetched);
+}
+
+TEST(PdSystem, ALongPromptCachedOnlyElsewhereGoesToThePrefillWorkerWhenNotFetched) {
+  for (const bool fetch : {true, false}) {
+    Rig rig("round_robin", fetch);
+    rig.system->submit(request(1, 20'000, 2, 5));  // prefilled by the prefill worker, cached on rank 0
+    rig.rt.run();
+    rig.system->submit(request(2, 20'000, 2, 5));  // round-robin: rank 1, which holds none of it
+    rig.rt.run();
+    ASSERT_EQ(rig.done.size(), 2u);
+    EXPECT_EQ(rig.done[2].rank, 1);
+    EXPECT_EQ(rig.done[2].path, fetch ? PrefillPath::local : PrefillPath::prefill_worker)
+        << "fetch " << fetch << ": without the fetch, rank 1 would prefill 20,000 tokens itself";
+    EXPECT_EQ(rig.tokens[2], 2);
+  }
 }
 
 }  // namespace
