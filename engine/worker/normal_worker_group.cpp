@@ -10,6 +10,7 @@
 #include "engine/eplb/expert_moves.h"
 #include "engine/exec/two_batch_split.h"
 #include "engine/model/activation_reserve.h"
+#include "engine/model/kv_budget.h"
 #include "engine/model/kv_footprint.h"
 
 namespace nvl::engine {
@@ -70,14 +71,7 @@ NormalWorkerGroup::NormalWorkerGroup(rt::Runtime& rt, const ModelProfile& model,
     rank.device = devices[static_cast<std::size_t>(r)];
     const std::string tag = "normal rank " + std::to_string(r);
     rank.weights = rank.device->memory().allocate(weights_.total_bytes(), tag + " weights");
-    const std::uint64_t reserve = weights_.total_bytes() + reserve_bytes_;
-    const std::uint64_t capacity = rank.device->memory().capacity_bytes();
-    if (reserve >= capacity) {
-      throw hal::HalError(rank.device->id(), "reserve activations", hal::Xid::none,
-                          "weights and activation reserve (" + std::to_string(reserve) + " bytes) leave no room for KV in " +
-                              std::to_string(capacity) + " bytes of HBM");
-    }
-    const std::int64_t gpu_blocks = static_cast<std::int64_t>((capacity - reserve) / block_bytes_);
+    const std::int64_t gpu_blocks = kv_blocks_left(*rank.device, weights_.total_bytes(), reserve_bytes_, block_bytes_);
     kv_bytes_ = static_cast<std::uint64_t>(gpu_blocks) * block_bytes_;
     rank.kv_gpu = rank.device->memory().allocate(kv_bytes_, tag + " KV");
     std::int64_t grace_blocks = 0;

@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "engine/model/activation_reserve.h"
+#include "engine/model/kv_budget.h"
 #include "engine/model/kv_footprint.h"
 
 namespace nvl::engine {
@@ -72,14 +73,7 @@ PrefillWorker::PrefillWorker(rt::Runtime& rt, const ModelProfile& model, std::ve
     g.device = devices[static_cast<std::size_t>(r)];
     const std::string tag = "prefill rank " + std::to_string(r);
     g.weights = g.device->memory().allocate(weights_.total_bytes(), tag + " weights");
-    const std::uint64_t reserve = weights_.total_bytes() + reserve_bytes_;
-    const std::uint64_t capacity = g.device->memory().capacity_bytes();
-    if (reserve >= capacity) {
-      throw hal::HalError(g.device->id(), "reserve activations", hal::Xid::none,
-                          "weights and activation reserve (" + std::to_string(reserve) +
-                              " bytes) leave no room for KV in " + std::to_string(capacity) + " bytes of HBM");
-    }
-    const auto here = static_cast<std::int64_t>((capacity - reserve) / gpu_block_bytes);
+    const std::int64_t here = kv_blocks_left(*g.device, weights_.total_bytes(), reserve_bytes_, gpu_block_bytes);
     blocks = blocks < 0 ? here : std::min(blocks, here);
     g.stream = &g.device->create_stream(tag);
     g.builder = std::make_unique<StepGraphBuilder>(kernels_, traffic_ ? &*traffic_ : nullptr,
