@@ -65,29 +65,23 @@ void FakeStream::copy(const hal::Buffer& dst, std::uint64_t dst_offset_bytes, co
   enqueue(std::move(op));
 }
 
-void FakeStream::record(hal::GpuEvent& event) {
+FakeStream::Op FakeStream::event_op(OpKind kind, hal::GpuEvent& event) {
   auto* fake = dynamic_cast<FakeEvent*>(&event);
   if (fake == nullptr) throw std::invalid_argument("stream '" + name_ + "': event '" + event.name() + "' is not emulated");
-  device_.check_usable("record event '" + event.name() + "'");
+  const bool record = kind == OpKind::record;
   Op op;
-  op.kind = OpKind::record;
-  op.name = "record event '" + event.name() + "'";
+  op.kind = kind;
+  op.name = std::string(record ? "record" : "wait") + " event '" + event.name() + "'";
+  device_.check_usable(op.name);
   op.event = fake->shared_from_this();
-  op.generation = fake->next_generation();
-  enqueue(std::move(op));
+  // A record makes the next generation; a wait is for the latest one recorded.
+  op.generation = record ? fake->next_generation() : fake->recorded_generation();
+  return op;
 }
 
-void FakeStream::wait(hal::GpuEvent& event) {
-  auto* fake = dynamic_cast<FakeEvent*>(&event);
-  if (fake == nullptr) throw std::invalid_argument("stream '" + name_ + "': event '" + event.name() + "' is not emulated");
-  device_.check_usable("wait event '" + event.name() + "'");
-  Op op;
-  op.kind = OpKind::wait;
-  op.name = "wait event '" + event.name() + "'";
-  op.event = fake->shared_from_this();
-  op.generation = fake->recorded_generation();
-  enqueue(std::move(op));
-}
+void FakeStream::record(hal::GpuEvent& event) { enqueue(event_op(OpKind::record, event)); }
+
+void FakeStream::wait(hal::GpuEvent& event) { enqueue(event_op(OpKind::wait, event)); }
 
 void FakeStream::add_callback(hal::HostCallback fn) {
   device_.check_usable("host callback");

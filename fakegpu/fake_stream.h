@@ -59,6 +59,8 @@ class FakeStream final : public hal::Stream, private ComputeClient {
     hal::HostCallback callback;
   };
 
+  // A record or wait on `event`, checked (an event of another kind of device is std::invalid_argument).
+  Op event_op(OpKind kind, hal::GpuEvent& event);
   void enqueue(Op op);
   void pump();
   void start_front();
