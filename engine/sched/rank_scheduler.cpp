@@ -50,6 +50,12 @@ bool RankScheduler::cancel(RequestId id) {
   return true;
 }
 
+bool RankScheduler::release_held(RequestId id) {
+  if (held_.erase(id) == 0) return false;
+  kv_.release(id);
+  return true;
+}
+
 bool RankScheduler::fits(const RequestState& r) const {
   return kv_.blocks_for(r.prompt_tokens + r.max_output_tokens) <= kv_.gpu().capacity();
 }
@@ -210,7 +216,11 @@ std::vector<StepOutcome> RankScheduler::complete_step(const StepPlan& plan,
     r.output_tokens += o.new_output_tokens;
     o.finished = r.done();
     if (o.finished) {
-      kv_.release(r.id);
+      if (r.hold_kv_after_finish) {
+        held_.insert(r.id);
+      } else {
+        kv_.release(r.id);
+      }
       r.phase = RequestState::Phase::finished;
       any_finished = true;
     }

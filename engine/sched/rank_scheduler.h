@@ -7,6 +7,7 @@
 #include <deque>
 #include <functional>
 #include <unordered_map>
+#include <unordered_set>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -56,6 +57,10 @@ class RankScheduler {
   std::vector<StepOutcome> complete_step(const StepPlan& plan,
                                          const std::function<std::int64_t(RequestId)>& accepted_drafts);
 
+  // Frees the KV of a finished request that asked to keep it (hold_kv_after_finish). False when none is held.
+  bool release_held(RequestId id);
+  std::size_t held() const { return held_.size(); }
+
   // Whether the request could ever run here: its prompt and all its output within the whole KV cache.
   bool fits(const RequestState& r) const;
 
@@ -80,6 +85,7 @@ class RankScheduler {
   std::deque<RequestState*> waiting_;
   std::vector<RequestState*> running_;  // admission order: the newest is preempted first
   std::size_t receiving_ = 0;
+  std::unordered_set<RequestId> held_;  // finished, KV kept until release_held()
 };
 
 }  // namespace nvl::engine

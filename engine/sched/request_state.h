@@ -18,6 +18,8 @@ struct RequestState {
   std::int64_t prompt_tokens = 0;
   std::vector<BlockHash> prompt_hashes;  // one per full prompt block, at the KV cache's block size
   std::int64_t max_output_tokens = 1;
+  // Keep the KV after the last token until release_held() (a prefill whose KV is still being sent).
+  bool hold_kv_after_finish = false;
 
   Phase phase = Phase::waiting;
   std::int64_t computed_tokens = 0;  // tokens whose KV exists (cached prefix + prefilled + decoded)

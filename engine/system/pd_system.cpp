@@ -41,6 +41,7 @@ PdSystem::PdSystem(rt::Runtime& rt, const ModelProfile& model, hal::Collectives&
     if (rdma == nullptr) throw std::invalid_argument("a prefill worker needs RDMA to move its KV to the DP ranks");
     std::vector<hal::DeviceId> sources;
     for (hal::Device* g : d.prefill_gpus) sources.push_back(g->id());
+    d.prefill.hold_kv_for_transfer = true;  // its KV is read by the transfer after the first token
     prefill_ = std::make_unique<PrefillWorker>(
         rt, model, d.prefill_gpus, collectives, d.prefill, [this](const StepOutcome& o) { on_prefill_done(o); },
         [this](RequestId id, std::int64_t done, std::int64_t total, std::uint64_t bytes) {
@@ -193,6 +194,7 @@ void PdSystem::maybe_received(RequestId id) {
   if (it == moving_.end() || !it->second.all_layers || it->second.pushes > 0) return;
   const Moving m = it->second;
   moving_.erase(it);
+  prefill_->release_kv(id);  // every push has landed (or failed): the prefill worker's blocks are free
   if (m.failed) {
     normal_->receive_failed(m.rank, id);  // prefilled on the DP rank instead: the request goes on
     return;

@@ -104,12 +104,19 @@ void PrefillWorker::start() {
 
 void PrefillWorker::submit(RequestState request) {
   request.max_output_tokens = 1;
+  request.hold_kv_after_finish = cfg_.hold_kv_for_transfer;
   sched_->enqueue(std::move(request));
   new_work_ = true;
   work_.notify_all();
 }
 
 bool PrefillWorker::cancel(RequestId id) { return sched_->cancel(id); }
+
+void PrefillWorker::release_kv(RequestId id) {
+  if (!sched_->release_held(id)) return;
+  new_work_ = true;  // the freed blocks may admit a waiting prompt
+  work_.notify_all();
+}
 
 void PrefillWorker::launch_step(const StepPlan& plan) {
   batch_.prefills.clear();

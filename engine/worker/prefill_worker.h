@@ -44,6 +44,8 @@ struct PrefillWorkerConfig {
   SchedulerConfig scheduler{.token_budget = 16'384, .max_running = 64, .chunk_tokens = 16'384, .draft_tokens = 0};
   std::string scheduling_policy = "fcfs";
   std::int64_t kv_layer_groups = 4;  // graphs a finishing step is cut into (1: KV ready only at the end)
+  // Keep each request's KV after its first token until release_kv(): it is still being transferred.
+  bool hold_kv_for_transfer = false;
 };
 
 // The first `layers_done` of `total_layers` layers of the request's KV are written for its whole
@@ -70,6 +72,8 @@ class PrefillWorker {
   // The request is prefilled only: it finishes at its first token whatever max_output_tokens says.
   void submit(RequestState request);
   bool cancel(RequestId id);
+  // With hold_kv_for_transfer: the request's KV was sent (or given up on) and may be reused now.
+  void release_kv(RequestId id);
 
   std::int64_t tp() const { return static_cast<std::int64_t>(gpus_.size()); }
   const RankScheduler& scheduler() const { return *sched_; }

@@ -71,6 +71,9 @@ TEST(PdSystem, ShortPromptsStayLocalLongOnesMoveTheirKvLayerByLayer) {
   const double whole_transfer_s = static_cast<double>(kv_bytes) / 100e9;
   EXPECT_LT((*t.kv_arrived - *t.prefill_done).seconds(), 0.5 * whole_transfer_s);
   EXPECT_LT((*t.first_token - t.arrival).seconds(), (*t.prefill_done - t.arrival).seconds() + whole_transfer_s);
+  // The prefill worker held the prompt's KV until the last push landed, then let it go.
+  EXPECT_EQ(rig.system->prefill()->scheduler().held(), 0u);
+  EXPECT_EQ(rig.system->prefill()->kv().gpu().used_blocks(), 0);
 }
 
 TEST(PdSystem, ARepeatedLongPromptIsServedFromTheDecodeRanksCache) {

@@ -215,6 +215,22 @@ TEST(RankScheduler, ARequestWhoseOutputCouldNeverFitIsRejectedUpFront) {
   EXPECT_TRUE(s.idle());
 }
 
+TEST(RankScheduler, AHeldRequestKeepsItsKvAfterItsLastTokenUntilReleased) {
+  auto kv = make_kv(8);
+  RankScheduler s(kv, SchedulerConfig{.token_budget = 100}, nullptr);
+  RequestState r = request(1, 12, 1);
+  r.hold_kv_after_finish = true;
+  s.enqueue(r);
+  const auto out = s.complete_step(s.plan_step(), no_drafts);
+  ASSERT_TRUE(out.at(0).finished);
+  EXPECT_TRUE(s.idle());
+  EXPECT_EQ(s.held(), 1u);
+  EXPECT_EQ(kv.gpu().used_blocks(), 3) << "still being read (a KV transfer)";
+  EXPECT_TRUE(s.release_held(1));
+  EXPECT_FALSE(s.release_held(1));
+  EXPECT_EQ(kv.gpu().used_blocks(), 0);
+}
+
 TEST(RankScheduler, BadRequestsAndConfigsAreRejected) {
   auto kv = make_kv(8);
   EXPECT_THROW(RankScheduler(kv, SchedulerConfig{.token_budget = 0}, nullptr), std::invalid_argument);
