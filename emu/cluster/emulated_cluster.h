@@ -1,12 +1,14 @@
 #pragma once
 // The fake hardware of one run, assembled: a runtime's fleet of emulated GPUs and the fabric that
-// joins them, with the collectives the engine's worker groups communicate through. GPU i of the
+// joins them, with the collectives the engine's worker groups communicate through; the GPUs' copies
+// (peer, to and from Grace) run as fabric flows. GPU i of the
 // fleet is GPU i of the fabric (rack-major). The harness builds one per scenario; tests and
 // calibration rows build small ones.
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "emu/cluster/fabric_transfer_path.h"
 #include "emu/rt/runtime.h"
 #include "fabric/fabric.h"
 #include "fabric/fabric_collectives.h"
@@ -22,7 +24,10 @@ class EmulatedCluster {
                   int units = 1)
       : fleet_(fakegpu::GpuFleet::load(rt, gpu_profile, gpus)),
         fabric_(rt, fabric::make_cluster(fabric_profile, units), fabric::FabricOptions{rt::Duration()}),
-        collectives_(fabric_) {}
+        collectives_(fabric_),
+        copies_(fabric_, fleet_->profile()) {
+    fleet_->set_transfer_path(copies_);
+  }
 
   std::vector<hal::Device*> devices(int first, int count) {
     std::vector<hal::Device*> out;
@@ -37,6 +42,7 @@ class EmulatedCluster {
   std::unique_ptr<fakegpu::GpuFleet> fleet_;
   fabric::Fabric fabric_;
   fabric::FabricCollectives collectives_;
+  FabricTransferPath copies_;  // device copies as fabric flows
 };
 
 }  // namespace nvl::emu
