@@ -42,6 +42,10 @@ bool RankScheduler::cancel(RequestId id) {
   const auto it = requests_.find(id);
   if (it == requests_.end()) return false;
   RequestState* r = &it->second;
+  if (r->in_step) {
+    r->cancelled = true;  // its step is running on the GPU: dropped when the step completes
+    return true;
+  }
   if (kv_.holds(id)) kv_.release(id);
   if (r->phase == RequestState::Phase::receiving) --receiving_;
   std::erase(waiting_, r);
@@ -157,7 +161,8 @@ StepPlan RankScheduler::plan_step() {
       }
     }
     if (preempted_self) continue;
-    plan.items.push_back(StepItem{r->id, r->computed_tokens, per_decode, true, false});
+    plan.items.push_back(StepItem{r->id, r->computed_tokens, per_decode, true, false, r});
+    r->in_step = true;
     plan.decode_tokens += per_decode;
     budget -= per_decode;
   }
@@ -165,7 +170,8 @@ StepPlan RankScheduler::plan_step() {
   const auto add_chunk = [&](RequestState& r) {
     const std::int64_t n = std::min({cfg_.chunk_tokens, budget, r.prefill_target() - r.computed_tokens});
     if (n <= 0) return;
-    plan.items.push_back(StepItem{r.id, r.computed_tokens, n, false, r.computed_tokens + n == r.prefill_target()});
+    plan.items.push_back(StepItem{r.id, r.computed_tokens, n, false, r.computed_tokens + n == r.prefill_target(), &r});
+    r.in_step = true;
     plan.prefill_tokens += n;
     budget -= n;
   };
@@ -195,9 +201,12 @@ std::vector<StepOutcome> RankScheduler::complete_step(const StepPlan& plan,
   std::vector<StepOutcome> out;
   bool any_finished = false;
   for (const StepItem& item : plan.items) {
-    const auto it = requests_.find(item.id);
-    if (it == requests_.end()) continue;  // cancelled while the step ran
-    RequestState& r = it->second;
+    RequestState& r = *item.state;
+    r.in_step = false;
+    if (r.cancelled) {
+      cancel(r.id);  // cancelled while the step ran
+      continue;
+    }
     StepOutcome o{r.id, 0, false, false};
     if (item.decode) {
       const std::int64_t kept = std::clamp<std::int64_t>(accepted_drafts(r.id), 0, cfg_.draft_tokens);

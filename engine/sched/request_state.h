@@ -26,6 +26,8 @@ struct RequestState {
   std::int64_t output_tokens = 0;    // tokens delivered so far
   std::int64_t cached_tokens = 0;    // prefix found in the cache at the last admission
   std::int64_t preemptions = 0;
+  bool in_step = false;    // part of the step being run: a cancel waits for the step to complete
+  bool cancelled = false;
 
   // What must be in the KV cache before the next output token: the prompt plus every output token
   // but the newest (whose KV the next decode step writes).

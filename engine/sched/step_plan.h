@@ -7,12 +7,15 @@
 
 namespace nvl::engine {
 
+struct RequestState;
+
 struct StepItem {
   RequestId id = 0;
   std::int64_t context_tokens = 0;  // tokens already in the KV cache that this item attends to
   std::int64_t new_tokens = 0;      // tokens computed this step (a prefill chunk, or 1 + drafts for decode)
   bool decode = false;
   bool last_chunk = false;          // a prefill chunk that completes the prompt (it yields the first token)
+  RequestState* state = nullptr;    // the scheduler's own: valid until the step completes
 };
 
 struct StepPlan {

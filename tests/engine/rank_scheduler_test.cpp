@@ -150,6 +150,24 @@ TEST(RankScheduler, CancelFreesTheRequestsKv) {
   EXPECT_TRUE(s.idle());
 }
 
+TEST(RankScheduler, ACancelDuringAStepTakesEffectWhenTheStepCompletes) {
+  auto kv = make_kv(8);
+  RankScheduler s(kv, SchedulerConfig{.token_budget = 100}, nullptr);
+  s.enqueue(request(1, 12, 5));
+  s.enqueue(request(2, 4, 5));
+  const StepPlan p = s.plan_step();
+  EXPECT_TRUE(s.cancel(1));  // its prefill is "on the GPU"
+  EXPECT_GT(kv.gpu().used_blocks(), 0);
+  const auto out = s.complete_step(p, no_drafts);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].id, 2u);
+  EXPECT_FALSE(s.find(1));
+  EXPECT_FALSE(s.cancel(1));
+  const auto [delivered, steps] = drain(s);
+  EXPECT_EQ(delivered.at(2) + 1, 5);
+  EXPECT_EQ(kv.gpu().used_blocks(), 0);
+}
+
 TEST(RankScheduler, ShortestPrefillFirstAdmitsTheShortPrompt) {
   auto kv = make_kv(64);
   RankScheduler s(kv, SchedulerConfig{.token_budget = 5}, make_scheduling_policy("shortest_prefill_first"));
