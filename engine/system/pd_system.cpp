@@ -4,11 +4,15 @@
 #include <cmath>
 
 #include "engine/model/kv_footprint.h"
+#include "engine/proto/control.pb.h"
 #include <stdexcept>
 
 namespace nvl::engine {
 
 namespace {
+constexpr std::uint32_t kRouterPort = 7000;
+constexpr std::uint32_t kRankPortBase = 7100;
+
 RouterConfig router_config(RouterConfig cfg, const PdDeployment& d) {
   cfg.block_tokens = d.normal.block_tokens;
   cfg.prefill_worker = cfg.prefill_worker && !d.prefill_gpus.empty();
@@ -17,7 +21,7 @@ RouterConfig router_config(RouterConfig cfg, const PdDeployment& d) {
 }  // namespace
 
 PdSystem::PdSystem(rt::Runtime& rt, const ModelProfile& model, hal::Collectives& collectives, hal::Rdma* rdma,
-                   PdDeployment d, TokenStream on_tokens, RequestDone on_done)
+                   PdDeployment d, TokenStream on_tokens, RequestDone on_done, hal::Network* network)
     : rt_(rt),
       cfg_(d.system),
       on_tokens_(std::move(on_tokens)),
@@ -25,7 +29,8 @@ PdSystem::PdSystem(rt::Runtime& rt, const ModelProfile& model, hal::Collectives&
       router_(static_cast<std::int32_t>(d.normal_gpus.size()), router_config(d.system.router, d)),
       rdma_(rdma),
       normal_gpus_(d.normal_gpus),
-      kv_bytes_per_token_(kv_bytes_per_token(model, d.normal.kv_dtype).total()) {
+      kv_bytes_per_token_(kv_bytes_per_token(model, d.normal.kv_dtype).total()),
+      network_(network) {
   cfg_.fetch.recompute_tokens_per_s = d.normal_gpus.empty()
                                           ? 0
                                           : d.normal_gpus.front()->info().peak(hal::DType::fp8) *
@@ -34,8 +39,24 @@ PdSystem::PdSystem(rt::Runtime& rt, const ModelProfile& model, hal::Collectives&
       rt, model, d.normal_gpus, collectives, d.normal,
       [this](std::int32_t rank, const StepOutcome& o) { on_normal_tokens(rank, o); },
       [this](std::int32_t, RequestId id, const std::string& why) { on_reject(id, why); });
+  if (network_ != nullptr) {
+    // The router sits on the first normal GPU's host; each rank speaks from its own GPU's host.
+    router_address_ = hal::Address{d.normal_gpus.front()->info().host, kRouterPort};
+    for (hal::Device* g : d.normal_gpus) {
+      rank_addresses_.push_back(hal::Address{g->info().host, kRankPortBase + static_cast<std::uint32_t>(g->id())});
+    }
+    outbox_.resize(d.normal_gpus.size());
+    network_->listen(router_address_, [this](hal::Address, std::string payload) {
+      proto::KvEventMsg msg;
+      if (!msg.ParseFromString(payload)) return;
+      for (const std::uint64_t h : msg.hashes()) {
+        router_.on_kv_event(KvEvent{msg.kind() == proto::KvEventMsg::KIND_STORED ? KvEvent::Kind::stored : KvEvent::Kind::removed,
+                                    msg.tier() == proto::KvEventMsg::TIER_GPU ? KvTier::gpu : KvTier::grace, msg.rank(), h});
+      }
+    });
+  }
   for (std::int32_t r = 0; r < normal_->ranks(); ++r) {
-    normal_->kv(r).subscribe([this](const KvEvent& e) { router_.on_kv_event(e); });
+    normal_->kv(r).subscribe([this](const KvEvent& e) { publish(e); });
   }
   if (!d.prefill_gpus.empty()) {
     if (rdma == nullptr) throw std::invalid_argument("a prefill worker needs RDMA to move its KV to the DP ranks");
@@ -52,6 +73,40 @@ PdSystem::PdSystem(rt::Runtime& rt, const ModelProfile& model, hal::Collectives&
     prefill_->start();
   }
   normal_->start();
+}
+
+void PdSystem::publish(const KvEvent& e) {
+  if (network_ == nullptr) {
+    router_.on_kv_event(e);
+    return;
+  }
+  auto& box = outbox_.at(static_cast<std::size_t>(e.rank));
+  if (box.empty()) rt_.call_after(rt::Duration(), [this, rank = e.rank] { flush_events(rank); });
+  box.push_back(e);
+}
+
+void PdSystem::flush_events(std::int32_t rank) {
+  auto& box = outbox_.at(static_cast<std::size_t>(rank));
+  // One message per run of events of the same kind and tier, in order.
+  std::size_t i = 0;
+  while (i < box.size()) {
+    proto::KvEventMsg msg;
+    msg.set_kind(box[i].kind == KvEvent::Kind::stored ? proto::KvEventMsg::KIND_STORED : proto::KvEventMsg::KIND_REMOVED);
+    msg.set_tier(box[i].tier == KvTier::gpu ? proto::KvEventMsg::TIER_GPU : proto::KvEventMsg::TIER_GRACE);
+    msg.set_rank(rank);
+    std::size_t j = i;
+    while (j < box.size() && box[j].kind == box[i].kind && box[j].tier == box[i].tier) msg.add_hashes(box[j++].hash);
+    network_->send(rank_addresses_.at(static_cast<std::size_t>(rank)), router_address_, msg.SerializeAsString(),
+                   [this, rank](const hal::HalError* error) {
+                     // A lost event leaves the index stale, which routing tolerates; the log says so.
+                     if (error != nullptr) {
+                       rt_.record("router", "kv_event_lost", {{"rank", rank}, {"error", error->what()}},
+                                  rt::Severity::warning);
+                     }
+                   });
+    i = j;
+  }
+  box.clear();
 }
 
 void PdSystem::submit(RequestState request) {

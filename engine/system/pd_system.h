@@ -12,6 +12,7 @@
 #include <string>
 
 #include "emu/rt/runtime.h"
+#include "engine/hal/network.h"
 #include "engine/hal/rdma.h"
 #include "engine/kv/kv_transfer.h"
 #include "engine/router/fetch_planner.h"
@@ -50,9 +51,11 @@ struct PdDeployment {
 class PdSystem {
  public:
   // Builds the workers on their GPUs (clear errors when the model does not fit) and starts them.
-  // `rdma` carries the KV from the prefill worker (needed when there is one).
+  // `rdma` carries the KV from the prefill worker (needed when there is one). With `network`, the ranks'
+  // KV events reach the router as KvEventMsg protobufs over the host network, with its latency (and
+  // its faults); without, directly.
   PdSystem(rt::Runtime& rt, const ModelProfile& model, hal::Collectives& collectives, hal::Rdma* rdma,
-           PdDeployment deployment, TokenStream on_tokens, RequestDone on_done);
+           PdDeployment deployment, TokenStream on_tokens, RequestDone on_done, hal::Network* network = nullptr);
 
   void submit(RequestState request);
   const Router& router() const { return router_; }
@@ -83,6 +86,9 @@ class PdSystem {
   void maybe_received(RequestId id);
   void finish(RequestId id, const std::string& failure);
   void retry_pending();
+  // Batches a rank's KV events and sends them to the router once per loop turn.
+  void publish(const KvEvent& e);
+  void flush_events(std::int32_t rank);
 
   rt::Runtime& rt_;
   PdSystemConfig cfg_;
@@ -100,6 +106,10 @@ class PdSystem {
   std::map<RequestId, Moving> moving_;
   std::deque<RequestState> pending_;  // long prompts waiting for KV room on their rank
   bool retrying_ = false;
+  hal::Network* network_ = nullptr;
+  hal::Address router_address_;
+  std::vector<hal::Address> rank_addresses_;
+  std::vector<std::vector<KvEvent>> outbox_;  // per rank, not yet sent
 };
 
 }  // namespace nvl::engine

@@ -10,6 +10,7 @@
 #include "engine/model/kv_footprint.h"
 #include "engine/system/pd_system.h"
 #include "fabric/fabric_rdma.h"
+#include "fabric/host_network.h"
 
 namespace nvl::engine {
 namespace {
@@ -24,9 +25,10 @@ RequestState request(RequestId id, std::int64_t prompt, std::int64_t output, Blo
 }
 
 struct Rig {
-  explicit Rig(const std::string& policy = "cache_aware", bool fetch = true)
+  explicit Rig(const std::string& policy = "cache_aware", bool fetch = true, bool over_network = false)
       : cluster(rt, "gb300", "gb300-nvl72", 72),
         rdma(cluster.fabric()),
+        network(cluster.fabric()),
         model(load_model_profile(model_profile_path("deepseek-v3"))) {
     rt.log().keep_records(true);
     PdDeployment d;
@@ -37,11 +39,12 @@ struct Rig {
     system = std::make_unique<PdSystem>(
         rt, model, cluster.collectives(), &rdma, std::move(d),
         [this](RequestId id, std::int64_t n, bool, bool) { tokens[id] += n; },
-        [this](const RequestTiming& t) { done[t.id] = t; });
+        [this](const RequestTiming& t) { done[t.id] = t; }, over_network ? &network : nullptr);
   }
   rt::VirtualRuntime rt;
   emu::EmulatedCluster cluster;
   fabric::FabricRdma rdma;
+  fabric::HostNetwork network;
   ModelProfile model;
   std::unique_ptr<PdSystem> system;
   std::map<RequestId, std::int64_t> tokens;
@@ -126,6 +129,19 @@ TEST(PdSystem, ALongPromptCachedOnlyElsewhereGoesToThePrefillWorkerWhenNotFetche
         << "fetch " << fetch << ": without the fetch, rank 1 would prefill 20,000 tokens itself";
     EXPECT_EQ(rig.tokens[2], 2);
   }
+}
+
+TEST(PdSystem, KvEventsReachTheRouterAsMessagesOverTheHostNetwork) {
+  Rig rig("cache_aware", true, true);
+  rig.system->submit(request(1, 20'000, 4, 7));
+  rig.rt.run();
+  EXPECT_GT(rig.network.delivered(), 0u);
+  EXPECT_GE(rig.system->router().index().blocks_indexed(), 312u) << "the 312 full blocks of the prompt";
+  rig.system->submit(request(2, 20'000, 4, 7));
+  rig.rt.run();
+  EXPECT_EQ(rig.done[2].path, PrefillPath::local);
+  EXPECT_EQ(rig.done[2].rank, rig.done[1].rank);
+  EXPECT_EQ(rig.tokens[2], 4);
 }
 
 }  // namespace
