@@ -2,10 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
 
 #include "engine/model/kv_footprint.h"
 #include "engine/proto/control.pb.h"
-#include <stdexcept>
 
 namespace nvl::engine {
 
