@@ -1,0 +1,58 @@
+#pragma once
+// A scenario file (scenarios/README.md lists every key, its type and default): the cluster, model,
+// deployment, workload and run limits of one `nvl72emu run`.
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace nvl::emu {
+
+struct ScenarioCluster {
+  std::string gpu_profile = "gb300";
+  std::string fabric_profile = "gb300-nvl72";
+  std::int64_t units = 1;  // racks or nodes of the fabric profile
+};
+
+struct ScenarioModel {
+  std::string profile = "glm-5";  // engine/models/<profile>.json
+  std::string kv_dtype = "fp8";
+};
+
+struct ScenarioDeployment {
+  std::int64_t normal_gpus = 64;
+  std::int64_t prefill_gpus = 8;  // 0: no prefill worker
+  std::int64_t threshold_tokens = 2'048;
+  std::string router_policy = "cache_aware";
+  std::string grace_tier = "off";  // off, write_through, write_back
+  std::uint64_t grace_bytes_per_gpu = 0;
+  std::int64_t token_budget = 8'192;  // tokens per step on a normal rank
+  std::int64_t max_running = 256;     // requests holding KV on a normal rank
+};
+
+struct ScenarioWorkload {
+  std::string source;             // resolved: a path (absolute, or relative to the cwd) or gen:...
+  std::int64_t max_sessions = 0;  // 0: every session of the source
+  double rate_sessions_per_s = 1.0;
+};
+
+struct ScenarioRun {
+  double max_sim_seconds = 3'600.0;
+};
+
+struct Scenario {
+  std::string file;
+  std::string name;
+  std::uint64_t seed = 1;
+  ScenarioCluster cluster;
+  ScenarioModel model;
+  ScenarioDeployment deployment;
+  ScenarioWorkload workload;
+  ScenarioRun run;
+};
+
+// Reads and checks a scenario file; `overrides` are "key.path=value" (value: JSON, else a string), applied
+// before checking. Every problem is an rt::InputError naming the file and the key path.
+Scenario load_scenario(const std::filesystem::path& file, const std::vector<std::string>& overrides = {});
+
+}  // namespace nvl::emu

@@ -1,0 +1,141 @@
+#include <algorithm>
+#include <array>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "emu/rt/errors.h"
+#include "emu/rt/json_reader.h"
+#include "emu/scenario/scenario.h"
+#include "engine/hal/types.h"
+#include "engine/model/model_profile.h"
+#include "fabric/profile_loader.h"
+
+namespace nvl::emu {
+
+namespace {
+
+constexpr std::string_view kGeneratorPrefix = "gen:";
+constexpr std::array<std::string_view, 4> kRouterPolicies = {"round_robin", "least_load", "cache_aware", "pooled"};
+constexpr std::array<std::string_view, 3> kGraceTiers = {"off", "write_through", "write_back"};
+
+template <std::size_t N>
+std::string one_of(rt::JsonReader& r, std::string_view key, const std::array<std::string_view, N>& allowed,
+                   const std::string& fallback) {
+  if (!r.has(key)) return fallback;
+  std::string v = r.string(key);
+  if (std::find(allowed.begin(), allowed.end(), v) != allowed.end()) return v;
+  std::string list;
+  for (auto a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
+  r.fail(key, "'" + v + "' is not one of " + list);
+}
+
+std::string opt_string(rt::JsonReader& r, std::string_view key, const std::string& fallback) {
+  return r.has(key) ? r.string(key) : fallback;
+}
+std::int64_t opt_int(rt::JsonReader& r, std::string_view key, std::int64_t fallback, std::int64_t min = 0) {
+  return r.has(key) ? r.integer(key, min) : fallback;
+}
+
+// "a.b.c=value": sets a.b.c in `root`, creating objects on the way; value is JSON when it parses, else a string.
+void apply_override(nlohmann::json& root, const std::string& file, const std::string& spec) {
+  const auto eq = spec.find('=');
+  if (eq == std::string::npos || eq == 0) throw rt::InputError(file, "--set " + spec, "expected key.path=value");
+  const std::string path = spec.substr(0, eq);
+  const std::string text = spec.substr(eq + 1);
+  nlohmann::json value = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (value.is_discarded()) value = text;
+  nlohmann::json* node = &root;
+  std::size_t begin = 0;
+  for (;;) {
+    const auto dot = path.find('.', begin);
+    const std::string key = path.substr(begin, dot == std::string::npos ? std::string::npos : dot - begin);
+    if (key.empty()) throw rt::InputError(file, "--set " + spec, "empty key in the key path");
+    if (!node->is_object()) throw rt::InputError(file, path, "--set: not inside an object");
+    if (dot == std::string::npos) {
+      (*node)[key] = value;
+      return;
+    }
+    node = &(*node)[key];
+    if (node->is_null()) *node = nlohmann::json::object();
+    begin = dot + 1;
+  }
+}
+
+}  // namespace
+
+Scenario load_scenario(const std::filesystem::path& path, const std::vector<std::string>& overrides) {
+  const std::string file = path.string();
+  nlohmann::json root = rt::JsonReader::parse_file(path);
+  for (const auto& o : overrides) apply_override(root, file, o);
+
+  Scenario s;
+  s.file = file;
+  rt::JsonReader top(root, file);
+  s.name = top.string("name");
+  if (top.has("seed")) s.seed = static_cast<std::uint64_t>(top.integer("seed"));
+
+  if (top.has("cluster")) {
+    rt::JsonReader c = top.object("cluster");
+    s.cluster.gpu_profile = opt_string(c, "gpu_profile", s.cluster.gpu_profile);
+    s.cluster.fabric_profile = opt_string(c, "fabric_profile", s.cluster.fabric_profile);
+    s.cluster.units = opt_int(c, "units", s.cluster.units, 1);
+    c.finish();
+  }
+  if (top.has("model")) {
+    rt::JsonReader m = top.object("model");
+    s.model.profile = opt_string(m, "profile", s.model.profile);
+    s.model.kv_dtype = opt_string(m, "kv_dtype", s.model.kv_dtype);
+    try {
+      (void)hal::dtype_from_string(s.model.kv_dtype);
+    } catch (const std::invalid_argument&) {
+      m.fail("kv_dtype", "'" + s.model.kv_dtype + "' is not a data type (fp8, bf16, ...)");
+    }
+    if (!std::filesystem::exists(engine::model_profile_path(s.model.profile))) {
+      m.fail("profile", "no model profile '" + s.model.profile + "' in engine/models");
+    }
+    m.finish();
+  }
+  rt::JsonReader d = top.object("deployment");
+  auto& dep = s.deployment;
+  dep.normal_gpus = d.integer("normal_gpus", 1);
+  dep.prefill_gpus = opt_int(d, "prefill_gpus", dep.prefill_gpus);
+  dep.threshold_tokens = opt_int(d, "threshold_tokens", dep.threshold_tokens);
+  dep.router_policy = one_of(d, "router_policy", kRouterPolicies, dep.router_policy);
+  dep.grace_tier = one_of(d, "grace_tier", kGraceTiers, dep.grace_tier);
+  if (d.has("grace_bytes_per_gpu")) dep.grace_bytes_per_gpu = static_cast<std::uint64_t>(d.integer("grace_bytes_per_gpu"));
+  dep.token_budget = opt_int(d, "token_budget", dep.token_budget, 1);
+  dep.max_running = opt_int(d, "max_running", dep.max_running, 1);
+
+  // The fleet is the first GPUs of the fabric: the deployment must fit in it.
+  const auto spec = fabric::make_cluster(s.cluster.fabric_profile, static_cast<int>(s.cluster.units));
+  const std::int64_t fabric_gpus = static_cast<std::int64_t>(spec.node.gpus()) * s.cluster.units;
+  if (dep.normal_gpus + dep.prefill_gpus > fabric_gpus) {
+    d.fail("normal_gpus", std::to_string(dep.normal_gpus) + " normal + " + std::to_string(dep.prefill_gpus) +
+                              " prefill GPUs: more than the " + std::to_string(fabric_gpus) + " GPUs of " +
+                              std::to_string(s.cluster.units) + " x " + s.cluster.fabric_profile);
+  }
+  d.finish();
+
+  rt::JsonReader w = top.object("workload");
+  s.workload.source = w.string("source");
+  if (!s.workload.source.starts_with(kGeneratorPrefix)) {
+    std::filesystem::path p(s.workload.source);
+    if (p.is_relative()) p = path.parent_path() / p;  // relative to the scenario file
+    if (!std::filesystem::exists(p)) w.fail("source", "no such file or folder: " + p.string());
+    s.workload.source = p.string();
+  }
+  s.workload.max_sessions = opt_int(w, "max_sessions", s.workload.max_sessions);
+  if (w.has("rate_sessions_per_s")) s.workload.rate_sessions_per_s = w.number("rate_sessions_per_s", rt::NumberRule::positive);
+  w.finish();
+
+  if (top.has("run")) {
+    rt::JsonReader r = top.object("run");
+    if (r.has("max_sim_seconds")) s.run.max_sim_seconds = r.number("max_sim_seconds", rt::NumberRule::positive);
+    r.finish();
+  }
+  top.finish();
+  return s;
+}
+
+}  // namespace nvl::emu

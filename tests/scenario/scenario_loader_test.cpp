@@ -1,0 +1,108 @@
+// Scenario files: defaults, --set overrides, and every kind of bad input is an InputError that names the
+// file and the key path.
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "emu/rt/errors.h"
+#include "emu/scenario/scenario.h"
+
+namespace nvl::emu {
+namespace {
+
+class ScenarioFile : public ::testing::Test {
+ protected:
+  std::filesystem::path write(const std::string& text) {
+    const auto dir = std::filesystem::temp_directory_path() /
+                     ("nvl_scenario_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
+    std::filesystem::create_directories(dir);
+    const auto file = dir / "s.json";
+    std::ofstream(file) << text;
+    return file;
+  }
+  // The error message of loading `text`, empty when it loads.
+  std::string error_of(const std::string& text, const std::vector<std::string>& overrides = {}) {
+    try {
+      load_scenario(write(text), overrides);
+    } catch (const rt::InputError& e) {
+      return e.what();
+    }
+    return "";
+  }
+};
+
+const char* kMinimal = R"({"name": "t", "deployment": {"normal_gpus": 8}, "workload": {"source": "gen:codex:trials=2"}})";
+
+TEST_F(ScenarioFile, AMinimalFileTakesTheDocumentedDefaults) {
+  const Scenario s = load_scenario(write(kMinimal));
+  EXPECT_EQ(s.name, "t");
+  EXPECT_EQ(s.seed, 1u);
+  EXPECT_EQ(s.cluster.fabric_profile, "gb300-nvl72");
+  EXPECT_EQ(s.model.profile, "glm-5");
+  EXPECT_EQ(s.deployment.normal_gpus, 8);
+  EXPECT_EQ(s.deployment.prefill_gpus, 8);
+  EXPECT_EQ(s.deployment.router_policy, "cache_aware");
+  EXPECT_EQ(s.workload.source, "gen:codex:trials=2");
+}
+
+TEST_F(ScenarioFile, SetOverridesApplyBeforeChecking) {
+  const Scenario s = load_scenario(write(kMinimal), {"seed=7", "deployment.grace_tier=write_back",
+                                                     "run.max_sim_seconds=2.5", "model.profile=deepseek-v3"});
+  EXPECT_EQ(s.seed, 7u);
+  EXPECT_EQ(s.deployment.grace_tier, "write_back");
+  EXPECT_DOUBLE_EQ(s.run.max_sim_seconds, 2.5);
+  EXPECT_EQ(s.model.profile, "deepseek-v3");
+  EXPECT_NE(error_of(kMinimal, {"deployment.normal_gpus=-1"}).find("deployment.normal_gpus"), std::string::npos);
+  EXPECT_NE(error_of(kMinimal, {"nokey"}).find("key.path=value"), std::string::npos);
+}
+
+TEST_F(ScenarioFile, AnUnknownKeyIsNamedWithItsPath) {
+  const std::string e = error_of(
+      R"({"name": "t", "deployment": {"normal_gpus": 8, "normal_gpu": 4}, "workload": {"source": "gen:codex"}})");
+  EXPECT_NE(e.find("deployment.normal_gpu"), std::string::npos) << e;
+  EXPECT_NE(e.find("s.json"), std::string::npos) << e;
+}
+
+TEST_F(ScenarioFile, AWrongTypeIsNamed) {
+  const std::string e = error_of(
+      R"({"name": "t", "deployment": {"normal_gpus": "eight"}, "workload": {"source": "gen:codex"}})");
+  EXPECT_NE(e.find("deployment.normal_gpus"), std::string::npos) << e;
+}
+
+TEST_F(ScenarioFile, ANegativeValueIsNamed) {
+  const std::string e = error_of(
+      R"({"name": "t", "deployment": {"normal_gpus": 8, "prefill_gpus": -8}, "workload": {"source": "gen:codex"}})");
+  EXPECT_NE(e.find("deployment.prefill_gpus"), std::string::npos) << e;
+  const std::string rate = error_of(kMinimal, {"workload.rate_sessions_per_s=-1"});
+  EXPECT_NE(rate.find("workload.rate_sessions_per_s"), std::string::npos) << rate;
+}
+
+TEST_F(ScenarioFile, ABadChoiceListsTheAllowedValues) {
+  const std::string e = error_of(kMinimal, {"deployment.grace_tier=sometimes"});
+  EXPECT_NE(e.find("deployment.grace_tier"), std::string::npos) << e;
+  EXPECT_NE(e.find("write_back"), std::string::npos) << e;
+}
+
+TEST_F(ScenarioFile, AMissingFileIsAnInputError) {
+  EXPECT_THROW(load_scenario("/no/such/scenario.json"), rt::InputError);
+  const std::string e = error_of(R"({"name": "t", "deployment": {"normal_gpus": 8}, "workload": {"source": "no-trace.jsonl"}})");
+  EXPECT_NE(e.find("workload.source"), std::string::npos) << e;
+}
+
+TEST_F(ScenarioFile, MoreGpusThanTheFabricHasIsRejected) {
+  const std::string e = error_of(kMinimal, {"deployment.normal_gpus=70"});
+  EXPECT_NE(e.find("deployment.normal_gpus"), std::string::npos) << e;
+  EXPECT_NE(e.find("72 GPUs"), std::string::npos) << e;
+  EXPECT_EQ(error_of(kMinimal, {"deployment.normal_gpus=64", "cluster.units=2", "deployment.prefill_gpus=72"}), "");
+}
+
+TEST_F(ScenarioFile, TheShippedScenariosLoad) {
+  for (const char* f : {"ci/small-pd.json", "nvl72-glm5-codex.json"}) {
+    EXPECT_NO_THROW(load_scenario(std::filesystem::path(NVL_SCENARIO_DIR) / f)) << f;
+  }
+}
+
+}  // namespace
+}  // namespace nvl::emu
