@@ -69,6 +69,7 @@ PdSystem::PdSystem(rt::Runtime& rt, const ModelProfile& model, hal::Collectives&
           on_kv_ready(id, done, total, bytes);
         },
         [this](RequestId id, const std::string& why) { on_reject(id, why); });
+    prefill_gpu_ = sources.front();
     transfer_.emplace(*rdma, std::move(sources), cfg_.transfer);
     prefill_->start();
   }
@@ -170,7 +171,35 @@ void PdSystem::route(RequestState request) {
   const std::int64_t held = room->gpu_hit_tokens + room->grace_hit_tokens;
   m.share = static_cast<double>(request.prompt_tokens - held) / static_cast<double>(request.prompt_tokens);
   moving_[id] = m;
-  prefill_->submit(std::move(request));
+  const std::int64_t held_blocks = held / router_.config().block_tokens;
+  if (held_blocks == 0 || rdma_ == nullptr) {
+    prefill_->submit(std::move(request));
+    return;
+  }
+  // The prefill worker attends over that prefix too: it reads it from the decode rank (one-sided RDMA)
+  // instead of recomputing it, then prefills the rest.
+  hal::RdmaOp op;
+  op.local = region_of(normal_->device_of(d->rank), false);
+  op.remote = prefill_region();
+  op.bytes = static_cast<std::uint64_t>(held) * kv_bytes_per_token_;
+  op.path = hal::RdmaPath::scale_out;
+  op.name = "kv.prefix_to_prefill.req" + std::to_string(id);
+  rdma_->write(op, [this, held_blocks, request = std::move(request)](const hal::HalError* error) mutable {
+    if (error == nullptr) {
+      prefill_->kv().import(std::span(request.prompt_hashes).first(static_cast<std::size_t>(held_blocks)));
+    } else {
+      rt_.record("pd", "prefix_to_prefill_failed", {{"request", request.id}, {"error", error->what()}},
+                 rt::Severity::warning);  // the prefill worker recomputes it
+    }
+    prefill_->submit(std::move(request));
+  });
+}
+
+hal::MemoryRegion PdSystem::prefill_region() {
+  if (prefill_region_.id == 0) {
+    prefill_region_ = rdma_->register_device_memory(prefill_gpu_, cfg_.transfer.region_bytes);
+  }
+  return prefill_region_;
 }
 
 hal::MemoryRegion PdSystem::region_of(hal::DeviceId device, bool grace) {

@@ -79,6 +79,7 @@ class PdSystem {
   void submit_local(std::int32_t rank, RequestState request, const std::vector<RankMatch>& matches,
                     const FetchDecision& f);
   hal::MemoryRegion region_of(hal::DeviceId device, bool grace);
+  hal::MemoryRegion prefill_region();
   void on_normal_tokens(std::int32_t rank, const StepOutcome& o);
   void on_reject(RequestId id, const std::string& reason);
   void on_prefill_done(const StepOutcome& o);
@@ -102,6 +103,8 @@ class PdSystem {
   std::vector<hal::Device*> normal_gpus_;
   std::uint64_t kv_bytes_per_token_ = 0;  // one copy, all layers, at the normal group's KV dtype
   std::map<std::pair<hal::DeviceId, bool>, hal::MemoryRegion> regions_;  // (GPU, its Grace?) -> region
+  hal::DeviceId prefill_gpu_ = -1;       // the prefill worker's first GPU: where a cached prefix is sent
+  hal::MemoryRegion prefill_region_;
   std::map<RequestId, RequestTiming> timings_;
   std::map<RequestId, Moving> moving_;
   std::deque<RequestState> pending_;  // long prompts waiting for KV room on their rank

@@ -131,6 +131,26 @@ TEST(PdSystem, ALongPromptCachedOnlyElsewhereGoesToThePrefillWorkerWhenNotFetche
   }
 }
 
+TEST(PdSystem, ThePrefillWorkerReadsTheDecodeRanksPrefixInsteadOfRecomputingIt) {
+  Rig rig;
+  rig.system->submit(request(1, 20'000, 2, 4));
+  rig.rt.run();
+  // The same conversation, 10,000 tokens longer: the decode rank holds the first 20,000.
+  RequestState longer = request(2, 30'000, 2, 4);
+  rig.system->submit(longer);
+  rig.rt.run();
+  ASSERT_EQ(rig.done.size(), 2u);
+  const RequestTiming& first = rig.done[1];
+  const RequestTiming& second = rig.done[2];
+  ASSERT_EQ(second.path, PrefillPath::prefill_worker);
+  EXPECT_EQ(second.rank, first.rank);
+  // 10,000 new tokens over a 20,000-token prefix cost less than 20,000 from scratch (recomputing all
+  // 30,000 would cost more).
+  EXPECT_LT((*second.prefill_done - second.routed).seconds(), (*first.prefill_done - first.routed).seconds());
+  // Only what the decode rank lacks comes back: it held 312 full 64-token blocks (19,968 tokens).
+  EXPECT_EQ(second.transfer_bytes, (30'000ULL - 312 * 64) * 35'136ULL);
+}
+
 TEST(PdSystem, KvEventsReachTheRouterAsMessagesOverTheHostNetwork) {
   Rig rig("cache_aware", true, true);
   rig.system->submit(request(1, 20'000, 4, 7));
