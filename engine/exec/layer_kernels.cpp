@@ -133,7 +133,9 @@ void LayerKernels::mla_attention(const RankBatch& batch, std::vector<KernelDesc>
 void LayerKernels::dsa_indexer(const RankBatch& batch, std::vector<KernelDesc>& out) const {
   const ModelProfile& m = model_;
   const std::int64_t n = batch.tokens();
-  gemm("idx.q", weights_.attention, n, m.q_lora_rank, m.index_n_heads * m.index_head_dim, out);
+  // Under TP the indexer's heads split like the attention heads (when they divide evenly).
+  const std::int64_t idx_heads = m.index_n_heads % tp_ == 0 ? m.index_n_heads / tp_ : m.index_n_heads;
+  gemm("idx.q", weights_.attention, n, m.q_lora_rank, idx_heads * m.index_head_dim, out);
   gemm("idx.k", weights_.attention, n, m.hidden_size, m.index_head_dim, out);
   // Every query scores every cached key of its sequence; the keys are read once per sequence.
   std::int64_t scored = 0, keys_read = 0;
@@ -145,7 +147,7 @@ void LayerKernels::dsa_indexer(const RankBatch& batch, std::vector<KernelDesc>& 
     scored += causal_keys(d.context_tokens, d.new_tokens, INT64_MAX / 4);
     keys_read += d.context_tokens + d.new_tokens;
   }
-  out.push_back(KernelDesc{KernelKind::indexer, DType::fp8, 2 * u64(scored) * u64(m.index_n_heads * m.index_head_dim),
+  out.push_back(KernelDesc{KernelKind::indexer, DType::fp8, 2 * u64(scored) * u64(idx_heads * m.index_head_dim),
                            u64(keys_read * (m.index_head_dim + m.index_key_scale_bytes)), "idx.score"});
 }
 
