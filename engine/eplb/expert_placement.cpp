@@ -9,6 +9,11 @@
 
 namespace nvl::engine {
 
+ExpertLoad uniform_expert_load(std::int64_t experts) {
+  if (experts < 1) throw std::invalid_argument("expert load: need experts >= 1");
+  return ExpertLoad(static_cast<std::size_t>(experts), 1.0 / static_cast<double>(experts));
+}
+
 ExpertLoad skewed_expert_load(std::int64_t experts, double skew, rt::Rng& rng) {
   return ExpertPopularity(experts, skew, rng).load();
 }

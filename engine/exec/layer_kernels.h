@@ -34,6 +34,7 @@ class LayerKernels {
   std::uint64_t dispatch_bytes_per_token() const;
   std::uint64_t combine_bytes_per_token() const;
   const ModelProfile& model() const { return model_; }
+  std::int64_t tp() const { return tp_; }
 
  private:
   void gemm(const char* name, hal::DType dt, std::int64_t tokens, std::int64_t in, std::int64_t out_dim,

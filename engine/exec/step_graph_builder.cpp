@@ -41,6 +41,16 @@ void StepGraphBuilder::add_all_reduce(hal::Graph& g, const char* name, std::int6
   g.add(hal::CollectiveCall{opts_.tp_group, opts_.rank, std::move(op)});
 }
 
+void StepGraphBuilder::add_all_to_all(hal::Graph& g, hal::AllToAllRole role, const char* name,
+                                      const std::vector<std::uint64_t>& send_bytes) const {
+  hal::CollectiveOp op;
+  op.kind = hal::CollectiveKind::all_to_all;
+  op.role = role;
+  op.name = name;
+  op.send_bytes = send_bytes;
+  g.add(hal::CollectiveCall{opts_.ep_group, opts_.rank, std::move(op)});
+}
+
 hal::Graph StepGraphBuilder::moe_layer(const RankBatch& batch, const std::vector<hal::KernelDesc>& attention,
                                        std::span<const std::int64_t> tokens_per_rank) const {
   hal::Graph layer("moe_layer");
@@ -52,20 +62,10 @@ hal::Graph StepGraphBuilder::moe_layer(const RankBatch& batch, const std::vector
   add_kernels(layer, ks);
   if (opts_.ep_group) {
     const EpRouting& routing = ep_routing(tokens_per_rank);
-    hal::CollectiveOp dispatch;
-    dispatch.kind = hal::CollectiveKind::all_to_all;
-    dispatch.role = hal::AllToAllRole::moe_dispatch;
-    dispatch.name = "moe.dispatch";
-    dispatch.send_bytes = routing.dispatch_row;
-    layer.add(hal::CollectiveCall{opts_.ep_group, opts_.rank, std::move(dispatch)});
+    add_all_to_all(layer, hal::AllToAllRole::moe_dispatch, "moe.dispatch", routing.dispatch_row);
     kernels_.routed_experts(routing.expert_tokens, opts_.local_experts, ks);
     add_kernels(layer, ks);
-    hal::CollectiveOp combine;
-    combine.kind = hal::CollectiveKind::all_to_all;
-    combine.role = hal::AllToAllRole::moe_combine;
-    combine.name = "moe.combine";
-    combine.send_bytes = routing.combine_row;
-    layer.add(hal::CollectiveCall{opts_.ep_group, opts_.rank, std::move(combine)});
+    add_all_to_all(layer, hal::AllToAllRole::moe_combine, "moe.combine", routing.combine_row);
     add_all_reduce(layer, "moe.all_reduce", n);
   } else {
     // Without EP each rank holds 1/tp of every expert: the FLOPs and weight bytes of 1/tp of the

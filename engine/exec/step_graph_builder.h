@@ -50,6 +50,8 @@ class StepGraphBuilder {
   const EpRouting& ep_routing(std::span<const std::int64_t> tokens_per_rank) const;
   void add_kernels(hal::Graph& g, std::vector<hal::KernelDesc>& ks) const;
   void add_all_reduce(hal::Graph& g, const char* name, std::int64_t tokens) const;
+  void add_all_to_all(hal::Graph& g, hal::AllToAllRole role, const char* name,
+                      const std::vector<std::uint64_t>& send_bytes) const;
   // `attention`: the layer's attention kernels for the batch (the same in every layer).
   hal::Graph moe_layer(const RankBatch& batch, const std::vector<hal::KernelDesc>& attention,
                        std::span<const std::int64_t> tokens_per_rank) const;

@@ -26,16 +26,28 @@ const RequestState* RankScheduler::find(RequestId id) const {
   return it == requests_.end() ? nullptr : &it->second;
 }
 
-void RankScheduler::enqueue(RequestState request) {
-  if (request.prompt_tokens < 1 || request.max_output_tokens < 1) {
-    throw std::invalid_argument("scheduler: request " + std::to_string(request.id) +
+void RankScheduler::check_new(const RequestState& r) const {
+  if (r.prompt_tokens < 1 || r.max_output_tokens < 1) {
+    throw std::invalid_argument("scheduler: request " + std::to_string(r.id) +
                                 " needs at least one prompt token and one output token");
   }
+  if (requests_.contains(r.id)) throw std::logic_error("scheduler: request " + std::to_string(r.id) + " given twice");
+}
+
+RequestState& RankScheduler::receiving(RequestId id) {
+  RequestState& r = state(id);
+  if (r.phase != RequestState::Phase::receiving) {
+    throw std::logic_error("scheduler: request " + std::to_string(id) + " was not receiving KV");
+  }
+  --receiving_;
+  return r;
+}
+
+void RankScheduler::enqueue(RequestState request) {
+  check_new(request);
   const RequestId id = request.id;
   request.phase = RequestState::Phase::waiting;
-  const auto [it, inserted] = requests_.emplace(id, std::move(request));
-  if (!inserted) throw std::logic_error("scheduler: request " + std::to_string(id) + " enqueued twice");
-  waiting_.push_back(&it->second);
+  waiting_.push_back(&requests_.emplace(id, std::move(request)).first->second);
 }
 
 bool RankScheduler::cancel(RequestId id) {
@@ -65,13 +77,7 @@ bool RankScheduler::fits(const RequestState& r) const {
 }
 
 std::optional<AdmitPlan> RankScheduler::receive(RequestState request) {
-  if (request.prompt_tokens < 1 || request.max_output_tokens < 1) {
-    throw std::invalid_argument("scheduler: request " + std::to_string(request.id) +
-                                " needs at least one prompt token and one output token");
-  }
-  if (requests_.contains(request.id)) {
-    throw std::logic_error("scheduler: request " + std::to_string(request.id) + " received twice");
-  }
+  check_new(request);
   // The decode step after the transfer writes one more token: room for it is taken now.
   const auto plan = kv_.admit(request.id, request.prompt_hashes, request.prompt_tokens + 1);
   if (!plan) return std::nullopt;
@@ -85,11 +91,7 @@ std::optional<AdmitPlan> RankScheduler::receive(RequestState request) {
 }
 
 StepOutcome RankScheduler::received(RequestId id) {
-  RequestState& r = state(id);
-  if (r.phase != RequestState::Phase::receiving) {
-    throw std::logic_error("scheduler: request " + std::to_string(id) + " was not receiving KV");
-  }
-  --receiving_;
+  RequestState& r = receiving(id);
   r.computed_tokens = r.prompt_tokens;
   kv_.publish(id, r.prompt_hashes, r.prompt_tokens);
   r.output_tokens = 1;  // the prefill worker sampled the first token
@@ -105,11 +107,7 @@ StepOutcome RankScheduler::received(RequestId id) {
 }
 
 void RankScheduler::receive_failed(RequestId id) {
-  RequestState& r = state(id);
-  if (r.phase != RequestState::Phase::receiving) {
-    throw std::logic_error("scheduler: request " + std::to_string(id) + " was not receiving KV");
-  }
-  --receiving_;
+  RequestState& r = receiving(id);
   kv_.release(id);
   r.phase = RequestState::Phase::waiting;
   r.computed_tokens = 0;

@@ -77,6 +77,10 @@ class RankScheduler {
   void preempt(RequestState& r);
   bool admit(RequestState& r);
   RequestState& state(RequestId id);
+  // A new request's sizes are sane and its id unused (std::invalid_argument, std::logic_error).
+  void check_new(const RequestState& r) const;
+  // A request that was receiving KV, which it no longer is.
+  RequestState& receiving(RequestId id);
 
   KvCacheManager& kv_;
   SchedulerConfig cfg_;

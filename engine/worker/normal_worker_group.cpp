@@ -48,7 +48,7 @@ NormalWorkerGroup::NormalWorkerGroup(rt::Runtime& rt, const ModelProfile& model,
     load_ = popularity_->load();
     if (cfg_.expert_drift_interval_steps > 0) drift_rng_ = &rt.rng("expert-drift");
   } else {
-    load_.assign(static_cast<std::size_t>(model.n_routed_experts), 1.0 / static_cast<double>(model.n_routed_experts));
+    load_ = uniform_expert_load(model.n_routed_experts);
   }
   std::vector<hal::DeviceId> ids;
   for (hal::Device* d : devices) ids.push_back(d->id());

@@ -36,7 +36,7 @@ PrefillWorker::PrefillWorker(rt::Runtime& rt, const ModelProfile& model, std::ve
       kernels_(model, checked_tp(model, devices.size()), cfg_.weights, cfg_.kv_dtype),
       work_(rt, "prefill worker: new requests") {
   work_.mark_idle_point();
-  const std::int64_t tp = checked_tp(model, devices.size());
+  const std::int64_t tp = kernels_.tp();
   if (cfg_.kv_layer_groups < 1) throw std::invalid_argument("prefill worker: kv_layer_groups must be at least 1");
   if (cfg_.scheduler.draft_tokens != 0) throw std::invalid_argument("prefill worker: a prefill step drafts no MTP tokens");
   const bool ep = cfg_.expert_parallel && tp > 1;
@@ -58,8 +58,7 @@ PrefillWorker::PrefillWorker(rt::Runtime& rt, const ModelProfile& model, std::ve
   if (ep) {
     rt::Rng& rng = rt.rng("prefill-expert-popularity");
     const ExpertLoad load = cfg_.expert_skew > 0 ? skewed_expert_load(model.n_routed_experts, cfg_.expert_skew, rng)
-                                                 : ExpertLoad(static_cast<std::size_t>(model.n_routed_experts),
-                                                              1.0 / static_cast<double>(model.n_routed_experts));
+                                                 : uniform_expert_load(model.n_routed_experts);
     placement_.emplace(load, tp, 0);
     traffic_.emplace(*placement_, load, model.num_experts_per_tok);
     ep_group_ = collectives.create_group("prefill-ep" + std::to_string(tp), ids);
