@@ -28,6 +28,7 @@ struct ScenarioDeployment {
   std::uint64_t grace_bytes_per_gpu = 0;
   std::int64_t token_budget = 8'192;  // tokens per step on a normal rank
   std::int64_t max_running = 256;     // requests holding KV on a normal rank
+  std::int64_t kv_block_tokens = 64;  // tokens per paged KV block (prefix hashes are per block)
 };
 
 struct ScenarioWorkload {

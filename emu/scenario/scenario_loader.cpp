@@ -106,6 +106,7 @@ Scenario load_scenario(const std::filesystem::path& path, const std::vector<std:
   if (d.has("grace_bytes_per_gpu")) dep.grace_bytes_per_gpu = static_cast<std::uint64_t>(d.integer("grace_bytes_per_gpu"));
   dep.token_budget = opt_int(d, "token_budget", dep.token_budget, 1);
   dep.max_running = opt_int(d, "max_running", dep.max_running, 1);
+  dep.kv_block_tokens = opt_int(d, "kv_block_tokens", dep.kv_block_tokens, 1);
 
   // The fleet is the first GPUs of the fabric: the deployment must fit in it.
   const auto spec = fabric::make_cluster(s.cluster.fabric_profile, static_cast<int>(s.cluster.units));

@@ -56,6 +56,8 @@ TEST_F(ScenarioFile, SetOverridesApplyBeforeChecking) {
   EXPECT_EQ(s.model.profile, "deepseek-v3");
   EXPECT_NE(error_of(kMinimal, {"deployment.normal_gpus=-1"}).find("deployment.normal_gpus"), std::string::npos);
   EXPECT_NE(error_of(kMinimal, {"nokey"}).find("key.path=value"), std::string::npos);
+  EXPECT_EQ(load_scenario(write(kMinimal), {"deployment.kv_block_tokens=16"}).deployment.kv_block_tokens, 16);
+  EXPECT_NE(error_of(kMinimal, {"deployment.kv_block_tokens=0"}).find("deployment.kv_block_tokens"), std::string::npos);
 }
 
 TEST_F(ScenarioFile, AnUnknownKeyIsNamedWithItsPath) {

@@ -1,0 +1,63 @@
+#include "emu/scenario/deployment.h"
+
+#include <stdexcept>
+#include <string>
+
+#include "emu/rt/errors.h"
+#include "engine/hal/hal_error.h"
+#include "engine/hal/types.h"
+
+namespace nvl::emu {
+
+namespace {
+
+engine::GraceTierPolicy grace_policy(const std::string& name) {
+  if (name == "write_through") return engine::GraceTierPolicy::write_through;
+  if (name == "write_back") return engine::GraceTierPolicy::write_back;
+  return engine::GraceTierPolicy::off;
+}
+
+engine::PdDeployment pd_deployment(const Scenario& sc, EmulatedCluster& cluster) {
+  const auto& dep = sc.deployment;
+  const hal::DType kv_dtype = hal::dtype_from_string(sc.model.kv_dtype);
+  engine::PdDeployment d;
+  d.normal_gpus = cluster.devices(0, static_cast<int>(dep.normal_gpus));
+  d.normal.kv_dtype = kv_dtype;
+  d.normal.block_tokens = dep.kv_block_tokens;
+  d.normal.grace_policy = grace_policy(dep.grace_tier);
+  d.normal.grace_bytes_per_rank = dep.grace_bytes_per_gpu;
+  d.normal.scheduler.token_budget = dep.token_budget;
+  d.normal.scheduler.max_running = dep.max_running;
+  d.prefill_gpus = cluster.devices(static_cast<int>(dep.normal_gpus), static_cast<int>(dep.prefill_gpus));
+  d.prefill.kv_dtype = kv_dtype;
+  d.prefill.block_tokens = dep.kv_block_tokens;
+  d.system.router.prefill_threshold_tokens = dep.threshold_tokens;
+  d.system.router.block_tokens = dep.kv_block_tokens;
+  d.system.router.policy = dep.router_policy;
+  d.system.router.prefill_worker = dep.prefill_gpus > 0;
+  return d;
+}
+
+}  // namespace
+
+Deployment::Deployment(rt::Runtime& rt, const Scenario& sc, engine::TokenStream on_tokens, engine::RequestDone on_done)
+    : cluster_(rt, sc.cluster.gpu_profile, sc.cluster.fabric_profile,
+               static_cast<int>(sc.deployment.normal_gpus + sc.deployment.prefill_gpus),
+               static_cast<int>(sc.cluster.units)),
+      rdma_(cluster_.fabric()),
+      network_(cluster_.fabric()),
+      model_(engine::load_model_profile(engine::model_profile_path(sc.model.profile))) {
+  try {
+    system_ = std::make_unique<engine::PdSystem>(rt, model_, cluster_.collectives(), &rdma_,
+                                                 pd_deployment(sc, cluster_), std::move(on_tokens),
+                                                 std::move(on_done), &network_);
+  } catch (const hal::HalError& e) {
+    throw rt::InputError(sc.file, "deployment", std::string("does not fit: ") + e.what());
+  } catch (const std::invalid_argument& e) {
+    throw rt::InputError(sc.file, "deployment", e.what());
+  }
+}
+
+std::int64_t Deployment::kv_block_tokens() const { return system_->router().config().block_tokens; }
+
+}  // namespace nvl::emu
