@@ -19,6 +19,13 @@ struct ScenarioModel {
   std::string kv_dtype = "fp8";
 };
 
+// Expert placement over the normal group's EP ranks.
+struct ScenarioEplb {
+  std::int64_t redundant_experts = 0;
+  double expert_skew = 0;            // Zipf skew of expert popularity (0: uniform)
+  std::int64_t interval_steps = 0;   // rebalance every this many steps (0: never)
+};
+
 struct ScenarioDeployment {
   std::int64_t normal_gpus = 64;
   std::int64_t prefill_gpus = 8;  // 0: no prefill worker
@@ -29,6 +36,12 @@ struct ScenarioDeployment {
   std::int64_t token_budget = 8'192;  // tokens per step on a normal rank
   std::int64_t max_running = 256;     // requests holding KV on a normal rank
   std::int64_t kv_block_tokens = 64;  // tokens per paged KV block (prefix hashes are per block)
+  std::int64_t chunk_tokens = 8'192;  // prefill tokens of one request per step on a normal rank
+  std::int64_t mtp_draft_tokens = 0;  // MTP draft tokens per decode step (accepted at the model's rate)
+  bool two_batch_overlap = false;
+  bool prefill_expert_parallel = false;  // prefill worker as TP + EP instead of TP alone
+  std::int64_t prefill_token_budget = 16'384;
+  ScenarioEplb eplb;
 };
 
 struct ScenarioWorkload {

@@ -107,6 +107,18 @@ Scenario load_scenario(const std::filesystem::path& path, const std::vector<std:
   dep.token_budget = opt_int(d, "token_budget", dep.token_budget, 1);
   dep.max_running = opt_int(d, "max_running", dep.max_running, 1);
   dep.kv_block_tokens = opt_int(d, "kv_block_tokens", dep.kv_block_tokens, 1);
+  dep.chunk_tokens = opt_int(d, "chunk_tokens", dep.chunk_tokens, 1);
+  dep.mtp_draft_tokens = opt_int(d, "mtp_draft_tokens", dep.mtp_draft_tokens);
+  if (d.has("two_batch_overlap")) dep.two_batch_overlap = d.boolean("two_batch_overlap");
+  if (d.has("prefill_expert_parallel")) dep.prefill_expert_parallel = d.boolean("prefill_expert_parallel");
+  dep.prefill_token_budget = opt_int(d, "prefill_token_budget", dep.prefill_token_budget, 1);
+  if (d.has("eplb")) {
+    rt::JsonReader e = d.object("eplb");
+    dep.eplb.redundant_experts = opt_int(e, "redundant_experts", dep.eplb.redundant_experts);
+    if (e.has("expert_skew")) dep.eplb.expert_skew = e.number("expert_skew", rt::NumberRule::non_negative);
+    dep.eplb.interval_steps = opt_int(e, "interval_steps", dep.eplb.interval_steps);
+    e.finish();
+  }
 
   // The fleet is the first GPUs of the fabric: the deployment must fit in it.
   const auto spec = fabric::make_cluster(s.cluster.fabric_profile, static_cast<int>(s.cluster.units));

@@ -58,6 +58,12 @@ TEST_F(ScenarioFile, SetOverridesApplyBeforeChecking) {
   EXPECT_NE(error_of(kMinimal, {"nokey"}).find("key.path=value"), std::string::npos);
   EXPECT_EQ(load_scenario(write(kMinimal), {"deployment.kv_block_tokens=16"}).deployment.kv_block_tokens, 16);
   EXPECT_NE(error_of(kMinimal, {"deployment.kv_block_tokens=0"}).find("deployment.kv_block_tokens"), std::string::npos);
+  const Scenario e = load_scenario(write(kMinimal), {"deployment.eplb.redundant_experts=32", "deployment.mtp_draft_tokens=1"});
+  EXPECT_EQ(e.deployment.eplb.redundant_experts, 32);
+  EXPECT_EQ(e.deployment.mtp_draft_tokens, 1);
+  EXPECT_NE(error_of(kMinimal, {"deployment.eplb.expert_skew=-1"}).find("deployment.eplb.expert_skew"), std::string::npos);
+  EXPECT_NE(error_of(kMinimal, {"deployment.eplb.bogus=1"}).find("deployment.eplb"), std::string::npos);
+  EXPECT_NE(error_of(kMinimal, {"deployment.two_batch_overlap=3"}).find("deployment.two_batch_overlap"), std::string::npos);
 }
 
 TEST_F(ScenarioFile, AnUnknownKeyIsNamedWithItsPath) {
