@@ -24,7 +24,8 @@ Fabric::Fabric(rt::Runtime& rt, ClusterSpec spec, FabricOptions opts)
       link_factor_(topo_.links().size(), 1.0),
       element_down_(topo_.elements().size(), 0),
       reserved_until_(topo_.channels().size(), 0),
-      partition_side_(static_cast<std::size_t>(topo_.host_count()), -1) {}
+      partition_side_(static_cast<std::size_t>(topo_.host_count()), -1),
+      held_bytes_(topo_.channels().size(), 0.0) {}
 
 bool Fabric::same_domain(hal::DeviceId a, hal::DeviceId b) const { return topo_.gpu(a).unit == topo_.gpu(b).unit; }
 
@@ -142,6 +143,16 @@ void Fabric::transfer(const Endpoint& src, const Endpoint& dst, std::uint64_t by
     return;
   }
   const hal::DeviceId device = src.kind == Endpoint::Kind::gpu ? src.index : -1;
+  if (transfer_observer_) {
+    done = [this, span = TransferSpan{{}, r.channels.empty() ? -1 : r.channels.front(), bytes, rt_.now(), {}, true}, op,
+            done = std::move(done)](const hal::HalError* error) mutable {
+      span.op = op;
+      span.end = rt_.now();
+      span.ok = error == nullptr;
+      if (transfer_observer_) transfer_observer_(span);
+      done(error);
+    };
+  }
   auto finish = [this, op, device, done = std::move(done)](int failed) {
     if (failed == FlowModel::kNoFailure) {
       done(nullptr);

@@ -40,6 +40,17 @@ struct FabricOptions {
 
 using TransferDone = std::function<void(const hal::HalError* error)>;
 
+// One transfer() as it ended, for timelines: `channel` is the first channel of its route (-1: none).
+struct TransferSpan {
+  std::string_view op;
+  int channel = -1;
+  std::uint64_t bytes = 0;
+  rt::Time start;
+  rt::Time end;
+  bool ok = true;
+};
+using TransferObserver = std::function<void(const TransferSpan& span)>;
+
 class Fabric {
  public:
   Fabric(rt::Runtime& rt, ClusterSpec spec, FabricOptions opts = {});
@@ -70,6 +81,14 @@ class Fabric {
   std::uint64_t hold(std::vector<int> channels, rt::Time until, HoldLost lost);
   void release(std::uint64_t hold_id);
   double nominal_capacity(int channel) const { return nominal_[static_cast<std::size_t>(channel)]; }
+  // Bytes a channel carried so far: its flows, plus collectives priced on the fast path (counted when
+  // they start). For link utilisation in reports.
+  double carried_bytes(int channel) const {
+    return flows_.carried_bytes(channel) + held_bytes_[static_cast<std::size_t>(channel)];
+  }
+  void add_held_bytes(int channel, double bytes) { held_bytes_[static_cast<std::size_t>(channel)] += bytes; }
+  // Told of every transfer() when it ends (one observer; empty: none, and nothing is tracked).
+  void set_transfer_observer(TransferObserver observer) { transfer_observer_ = std::move(observer); }
   // Why a channel carries nothing: "link A<->B is down", "NIC X is down".
   std::string describe_down(int channel) const;
   hal::HalError error_for_channel(int channel, const std::string& op, hal::DeviceId device) const;
@@ -113,6 +132,8 @@ class Fabric {
   std::map<std::uint64_t, Hold> holds_;
   std::uint64_t next_hold_ = 1;
   std::vector<int> partition_side_;  // per host: -1 none, 0 or 1
+  std::vector<double> held_bytes_;
+  TransferObserver transfer_observer_;
 };
 
 }  // namespace nvl::fabric

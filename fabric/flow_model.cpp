@@ -17,6 +17,11 @@ FlowModel::FlowModel(rt::Runtime& rt, std::vector<double> capacity, rt::Duration
 
 const UsageRecorder& FlowModel::usage() const { return usage_; }
 
+double FlowModel::carried_bytes(int channel) const {
+  const ChannelState& ch = channels_[static_cast<std::size_t>(channel)];
+  return ch.carried_bytes + ch.load * static_cast<double>(rt_.now().ns() - ch.since_ns) * 1e-9;
+}
+
 void FlowModel::start(std::vector<int> path, double bytes, rt::Duration latency, Done done) {
   bool dead = false;
   for (int c : path) dead = dead || channels_[static_cast<std::size_t>(c)].capacity <= 0;
@@ -119,6 +124,7 @@ void FlowModel::recompute() {
     ch.local = static_cast<int>(i);
     cap_[i] = ch.capacity;
     usage_.add(comp_channels_[i], rt::Time::from_ns(ch.since_ns), rt::Time::from_ns(now), ch.load);
+    ch.carried_bytes += ch.load * static_cast<double>(now - ch.since_ns) * 1e-9;
     ch.since_ns = now;
     ch.load = 0;
   }

@@ -34,6 +34,8 @@ class FlowModel {
   // Sum of the rates of the flows on the channel, bytes/s.
   double load(int channel) const { return channels_[static_cast<std::size_t>(channel)].load; }
   std::size_t flows_on(int channel) const { return channels_[static_cast<std::size_t>(channel)].flows.size(); }
+  // Bytes the channel's flows have carried up to now (for link utilisation in reports).
+  double carried_bytes(int channel) const;
   std::size_t active() const { return active_; }
   std::uint64_t recomputes() const { return recomputes_; }
   // Flows re-rated over all recomputes (the incremental cost).
@@ -59,6 +61,7 @@ class FlowModel {
     double capacity = 0;
     double load = 0;
     std::int64_t since_ns = 0;
+    double carried_bytes = 0;  // up to since_ns
     std::vector<int> flows;
     std::uint32_t stamp = 0;
     int local = 0;

@@ -3,6 +3,7 @@
 // unfixed flow is smallest, fix its flows at that share, and charge them on every channel they cross.
 // Works on local indices so the flow model can solve one connected component and the collective
 // pricer an isolated set of flows with the same code. Buffers are kept between calls.
+#include <cstdint>
 #include <utility>
 #include <vector>
 
@@ -22,6 +23,11 @@ class WaterFill {
   std::vector<int> adj_;
   std::vector<int> fill_;
   std::vector<char> fixed_;
+  std::vector<std::uint64_t> seen_;  // the fill round in which a channel was last touched
+  std::vector<int> touched_;
+  std::vector<int> active_;  // channels with unfixed flows, when scanned rather than heaped
+  static constexpr std::size_t kScanChannels = 512;
+  std::uint64_t round_ = 0;
   std::vector<std::pair<double, int>> heap_;
 };
 

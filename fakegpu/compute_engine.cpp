@@ -31,6 +31,7 @@ void ComputeEngine::start(ComputeJob& job) {
   job.running_ = true;
   job.progress_ = 0;
   job.since_ = rt_.now();
+  if (jobs_.empty()) busy_since_ = job.since_;
   jobs_.push_back(&job);
   fraction_sum_ += job.sm_fraction_;
   if (jobs_.size() > 1) {
@@ -60,6 +61,7 @@ void ComputeEngine::remove(ComputeJob& job) {
   job.timer_.cancel();
   job.running_ = false;
   jobs_.erase(std::find(jobs_.begin(), jobs_.end(), &job));
+  if (jobs_.empty()) busy_ += rt_.now() - busy_since_;
   fraction_sum_ = 0;
   for (const ComputeJob* j : jobs_) fraction_sum_ += j->sm_fraction_;  // no drift from repeated +/-
   if (!jobs_.empty()) reprice_all();

@@ -71,6 +71,10 @@ class ComputeEngine {
   void set_clock_factor(double factor);
   double clock_factor() const { return clock_; }
   std::size_t running() const { return jobs_.size(); }
+  // Time with at least one job running, up to now (device utilisation in reports).
+  rt::Duration busy_time() const { return jobs_.empty() ? busy_ : busy_ + (rt_.now() - busy_since_); }
+  // Busy time of work fast-forwarded without running here (the repeated layers of a graph).
+  void credit_busy(rt::Duration d) { busy_ += d; }
 
  private:
   RunShares shares_for(const ComputeJob& job) const;
@@ -84,6 +88,8 @@ class ComputeEngine {
   std::vector<ComputeJob*> jobs_;
   double fraction_sum_ = 0;
   double clock_ = 1.0;
+  rt::Duration busy_;
+  rt::Time busy_since_;
 };
 
 }  // namespace nvl::fakegpu

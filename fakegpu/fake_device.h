@@ -21,6 +21,7 @@
 #include "fakegpu/device_fault.h"
 #include "fakegpu/device_profile.h"
 #include "fakegpu/fake_stream.h"
+#include "fakegpu/op_span.h"
 #include "fakegpu/transfer_path.h"
 
 namespace nvl::fakegpu {
@@ -50,6 +51,9 @@ class FakeDevice final : public hal::Device {
   void throttle(double clock_factor, rt::Duration period);
   double clock_factor() const { return compute_.clock_factor(); }
   void add_fault_listener(FaultListener listener) { listeners_.push_back(std::move(listener)); }
+  // Told of every kernel, graph and copy when it ends (one observer; empty: none).
+  void set_span_observer(SpanObserver observer) { span_observer_ = std::move(observer); }
+  const SpanObserver& span_observer() const { return span_observer_; }
 
   // Routes this device's copies through another path (the fabric's); it must outlive the device.
   void set_transfer_path(TransferPath& path) { path_ = &path; }
@@ -83,6 +87,7 @@ class FakeDevice final : public hal::Device {
   std::vector<std::unique_ptr<FakeStream>> streams_;
   std::vector<FaultListener> listeners_;
   rt::TimerHandle throttle_end_;
+  SpanObserver span_observer_;
 };
 
 }  // namespace nvl::fakegpu

@@ -8,6 +8,16 @@ namespace nvl::fakegpu {
 FakeGraphExec::FakeGraphExec(const hal::Graph& graph, const CostModel& model, const DeviceProfile& profile,
                              hal::DeviceId device)
     : name_(graph.name()), device_(device) {
+  // One segment per collective appended, and the last: reserved so that building never moves them.
+  std::size_t segments = 1;
+  for (const hal::GraphNode& node : graph.nodes()) {
+    if (std::holds_alternative<hal::CollectiveCall>(node)) ++segments;
+    if (const auto* r = std::get_if<hal::RepeatNode>(&node)) {
+      const std::size_t per_pass = r->body->collective_count();
+      segments += per_pass * (per_pass == 0 || r->times <= 2 ? r->times : 2);
+    }
+  }
+  segments_.reserve(segments);
   segments_.emplace_back();
   segments_.back().kernels.push_back(KernelCost{0, 0, static_cast<double>(profile.graph_launch.ns())});
   for (const hal::GraphNode& node : graph.nodes()) append(node, model, profile);

@@ -1,5 +1,6 @@
 #include "fakegpu/fake_stream.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "fakegpu/fake_device.h"
@@ -120,6 +121,7 @@ void FakeStream::pump() {
 
 void FakeStream::start_front() {
   Op& op = queue_.front();
+  op_start_ = device_.runtime().now();
   switch (op.kind) {
     case OpKind::kernel:
       busy_ = true;
@@ -190,10 +192,16 @@ void FakeStream::on_async_done(std::uint64_t epoch, const hal::HalError* error) 
   if (op.kind == OpKind::graph && error == nullptr) {
     const auto& segment = op.graph->segments()[segment_];
     rt::Runtime& rt = device_.runtime();
-    if (segment.period_start) period_start_ = rt.now();
+    if (segment.period_start) {
+      period_start_ = rt.now();
+      period_busy_start_ = device_.compute().busy_time();
+    }
     if (segment.tail_iterations > 0) {
       // The rest of a repeated body: as many periods as the second iteration took.
       const rt::Duration tail = (rt.now() - period_start_) * static_cast<std::int64_t>(segment.tail_iterations);
+      // The compute those periods would have run counts as busy time (device utilisation).
+      const rt::Duration body_busy = device_.compute().busy_time() - period_busy_start_;
+      device_.compute().credit_busy(std::min(tail, body_busy * static_cast<std::int64_t>(segment.tail_iterations)));
       rt.call_after(tail, [this, epoch] {
         if (epoch != epoch_) return;  // drained by a fault meanwhile
         ++segment_;
@@ -215,6 +223,12 @@ void FakeStream::on_event_reached(std::uint64_t epoch, const hal::HalError* erro
 
 void FakeStream::finish_front(const hal::HalError* error) {
   if (error != nullptr) note_failure(queue_.front(), *error);
+  if (const auto& observe = device_.span_observer()) {
+    const Op& op = queue_.front();
+    if (op.kind == OpKind::kernel || op.kind == OpKind::graph || op.kind == OpKind::copy) {
+      observe(OpSpan{device_.id(), name_, op.name, op_start_, device_.runtime().now(), error == nullptr});
+    }
+  }
   queue_.pop_front();
   busy_ = false;
   pump();

@@ -81,6 +81,8 @@ class FakeStream final : public hal::Stream, private ComputeClient {
   std::uint64_t epoch_ = 0;  // bumped by drain(): completions of older work are stale
   std::size_t segment_ = 0;  // the running graph's segment
   rt::Time period_start_;    // when the running graph's repeated body finished its first iteration
+  rt::Duration period_busy_start_;  // the device's compute busy time then
+  rt::Time op_start_;        // when the running operation started (for the device's span observer)
   ComputeJob job_;
   std::optional<hal::HalError> error_;  // first failure since the last synchronize()
   rt::Condition idle_cond_;

@@ -6,7 +6,8 @@ void register_all_commands(CommandRegistry& registry) {
   register_validate_command(registry);
   register_trace_command(registry);
   register_run_command(registry);
-  // Still to come with their issues: sweep [6/8]; serve [8/8].
+  register_sweep_command(registry);
+  register_serve_command(registry);
 }
 
 }  // namespace nvl::tools

@@ -9,5 +9,7 @@ void register_all_commands(CommandRegistry& registry);
 void register_validate_command(CommandRegistry& registry);
 void register_trace_command(CommandRegistry& registry);
 void register_run_command(CommandRegistry& registry);
+void register_sweep_command(CommandRegistry& registry);
+void register_serve_command(CommandRegistry& registry);
 
 }  // namespace nvl::tools

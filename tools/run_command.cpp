@@ -1,5 +1,9 @@
-// nvl72emu run SCENARIO [--seed N] [--out DIR] [--set key.path=value ...]: runs a scenario, prints the
-// summary and writes DIR/report.json. Exit 1 when any request failed, 2 for bad input.
+// nvl72emu run SCENARIO [--seed N] [--out DIR] [--set key.path=value ...] [--check-determinism]: runs a
+// scenario, prints the summary and writes DIR/report.json, DIR/trace.json and DIR/report.html. Exit 1
+// when a check fails (the summary names it), 2 for bad input.
+#include <unistd.h>
+
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -8,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "emu/report/html_report.h"
 #include "emu/rt/errors.h"
 #include "emu/scenario/runner.h"
 #include "emu/scenario/scenario.h"
@@ -22,24 +27,37 @@ struct RunOptions {
   std::optional<std::uint64_t> seed;
   std::string out_dir;
   std::vector<std::string> overrides;
+  bool check_determinism = false;
 };
+
+template <typename Write>
+void write_file(const std::filesystem::path& file, Write&& write) {
+  std::ofstream f(file);
+  if (!f) throw rt::InputError(file.string(), "", "cannot open for writing");
+  write(f);
+  std::cout << file.filename().string() << ": " << file.string() << '\n';
+}
 
 int run(const RunOptions& opts) {
   std::vector<std::string> overrides = opts.overrides;
   if (opts.seed) overrides.push_back("seed=" + std::to_string(*opts.seed));
   const emu::Scenario scenario = emu::load_scenario(opts.scenario, overrides);
-  const emu::RunReport report = emu::run_scenario(scenario);
+  emu::RunControls controls;
+  controls.check_determinism = opts.check_determinism;
+  if (isatty(fileno(stderr)) != 0) controls.progress = &std::cerr;
+  const emu::RunReport report = emu::run_scenario(scenario, controls);
   emu::print_summary(std::cout, report);
   if (!opts.out_dir.empty()) {
+    const std::filesystem::path dir(opts.out_dir);
     std::error_code ec;
-    std::filesystem::create_directories(opts.out_dir, ec);
-    const std::filesystem::path file = std::filesystem::path(opts.out_dir) / "report.json";
-    std::ofstream f(file);
-    if (!f) throw rt::InputError(file.string(), "", "cannot open for writing");
-    f << emu::to_json(report).dump(2) << '\n';
-    std::cout << "report: " << file.string() << '\n';
+    std::filesystem::create_directories(dir, ec);
+    write_file(dir / "report.json", [&](std::ostream& f) { f << emu::to_json(report).dump(2) << '\n'; });
+    if (report.trace) write_file(dir / "trace.json", [&](std::ostream& f) { report.trace->write(f); });
+    if (scenario.outputs.html) {
+      write_file(dir / "report.html", [&](std::ostream& f) { emu::write_html_report(f, report); });
+    }
   }
-  return report.requests_failed > 0 ? 1 : 0;
+  return report.checks_pass() ? 0 : 1;
 }
 
 }  // namespace
@@ -49,8 +67,11 @@ void register_run_command(CommandRegistry& registry) {
   CLI::App* app = registry.add("run", "Run a scenario file and report its figures", [opts] { return run(*opts); });
   app->add_option("SCENARIO", opts->scenario, "Scenario file (JSON; see scenarios/README.md)")->required();
   app->add_option("--seed", opts->seed, "Override the scenario's seed");
-  app->add_option("--out", opts->out_dir, "Write report.json into this folder (created if missing)");
+  app->add_option("--out", opts->out_dir,
+                  "Write report.json, trace.json and report.html into this folder (created if missing)");
   app->add_option("--set", opts->overrides, "Override a scenario key: key.path=value (JSON value, else a string)");
+  app->add_flag("--check-determinism", opts->check_determinism,
+                "Run the scenario twice and fail unless both give the same event-log hash");
 }
 
 }  // namespace nvl::tools

@@ -27,6 +27,13 @@ class EmulatedCluster {
         collectives_(fabric_),
         copies_(fabric_, fleet_->profile()) {
     fleet_->set_transfer_path(copies_);
+    // A GPU lost or needing a reset aborts its communicators, so that the other members' collectives
+    // fail with its error instead of waiting for it forever.
+    for (int i = 0; i < fleet_->size(); ++i) {
+      fleet_->device(i).add_fault_listener([this](const fakegpu::DeviceFault& f) {
+        if (f.xid == hal::Xid::gpu_lost || f.xid == hal::Xid::ecc_uncorrectable) collectives_.device_failed(f.device, f.xid);
+      });
+    }
   }
 
   std::vector<hal::Device*> devices(int first, int count) {

@@ -30,6 +30,7 @@ void EventLog::record(Time t, std::string_view source, std::string_view kind, co
     if (!first_error_) first_error_ = line;
   }
   if (keep_) lines_.push_back(std::move(line));
+  if (observer_) observer_(t, source, kind, fields, severity);
 }
 
 std::string EventLog::hash_hex() const {

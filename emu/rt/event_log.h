@@ -3,6 +3,7 @@
 // keeps a running 64-bit hash of every record, so two runs of the same scenario and seed can be compared
 // by one number. Records can be kept in memory and written as JSON lines.
 #include <cstdint>
+#include <functional>
 #include <iosfwd>
 #include <optional>
 #include <string>
@@ -18,6 +19,11 @@ namespace nvl::rt {
 // Any error-severity record fails a simulation run (the harness checks error_count()).
 enum class Severity { debug, info, warning, error };
 std::string_view to_string(Severity s);
+
+// Told of each record as it is appended (the harness turns faults and transfers into trace events).
+// Observing never changes the log or its hash.
+using RecordObserver = std::function<void(Time t, std::string_view source, std::string_view kind,
+                                          const nlohmann::json& fields, Severity severity)>;
 
 class EventLog {
  public:
@@ -36,6 +42,8 @@ class EventLog {
   void keep_records(bool keep) { keep_ = keep; }
   const std::vector<std::string>& lines() const { return lines_; }
   void write_jsonl(std::ostream& out) const;
+  // One observer (empty: none).
+  void set_observer(RecordObserver observer) { observer_ = std::move(observer); }
 
  private:
   std::uint64_t hash_ = 0xcbf29ce484222325ULL;
@@ -44,6 +52,7 @@ class EventLog {
   bool keep_ = false;
   std::optional<std::string> first_error_;
   std::vector<std::string> lines_;
+  RecordObserver observer_;
 };
 
 }  // namespace nvl::rt

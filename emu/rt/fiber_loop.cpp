@@ -9,10 +9,10 @@
 #include <boost/fiber/fiber.hpp>
 #include <boost/fiber/operations.hpp>
 #include <boost/fiber/properties.hpp>
-#include <boost/fiber/protected_fixedsize_stack.hpp>
 #include <boost/fiber/scheduler.hpp>
 
 #include "emu/rt/errors.h"
+#include "emu/rt/fiber_stack.h"
 
 namespace nvl::rt {
 
@@ -92,7 +92,10 @@ void FiberLoop::shutdown() {
     if (f->waiter != nullptr && f->waiter->linked) f->waiting_on->unlink(f->waiter);
     schedule(*f);
   }
-  while (algo_->workers_ready > 0) boost::this_fiber::yield();
+  while (algo_->workers_ready > 0) {
+    boost::this_fiber::yield();
+    detail::enter_thread_stack();
+  }
 }
 
 detail::FiberState* FiberLoop::current() const {
@@ -125,7 +128,7 @@ FiberHandle FiberLoop::spawn(std::string name, std::function<void()> body, Spawn
   st->loop = this;
   fibers_.emplace(st->id, st);
   ++stats_.fibers_spawned;
-  bf::fiber fib(std::allocator_arg, bf::protected_fixedsize_stack(opts_.stack_bytes),
+  bf::fiber fib(std::allocator_arg, detail::FiberStack(opts_.stack_bytes, &st->stack),
                 [this, st, body = std::move(body)] { body_of(st, body); });
   fib.properties<FiberProps>().state = st.get();
   fib.detach();
@@ -133,6 +136,7 @@ FiberHandle FiberLoop::spawn(std::string name, std::function<void()> body, Spawn
 }
 
 void FiberLoop::body_of(const std::shared_ptr<detail::FiberState>& st, const std::function<void()>& body) {
+  detail::enter_stack(st->stack);
   st->ctx = bf::context::active();
   if (!st->cancel) {
     try {
@@ -288,7 +292,10 @@ void FiberLoop::schedule(detail::FiberState& f) {
   bf::context::active()->schedule(f.ctx);
 }
 
-void FiberLoop::suspend(detail::FiberState& f) { f.ctx->suspend(); }
+void FiberLoop::suspend(detail::FiberState& f) {
+  f.ctx->suspend();
+  detail::enter_stack(f.stack);
+}
 
 void FiberLoop::dispatch(std::uint32_t slot) {
   Slot& s = slots_[slot];
@@ -319,7 +326,10 @@ void FiberLoop::dispatch(std::uint32_t slot) {
 }
 
 void FiberLoop::run_ready() {
-  while (algo_->workers_ready > 0) boost::this_fiber::yield();
+  while (algo_->workers_ready > 0) {
+    boost::this_fiber::yield();
+    detail::enter_thread_stack();
+  }
 }
 
 void FiberLoop::post(std::function<void()> fn) {

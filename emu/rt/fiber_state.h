@@ -1,6 +1,7 @@
 #pragma once
 // What the loop knows of one fiber: identity, whether it is done, and what it waits on (for
 // deadlock reports and shutdown). Internal to emu/rt.
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -14,6 +15,12 @@ class context;
 
 namespace nvl::rt::detail {
 
+// Where a fiber's stack lies: [bottom, bottom + size).
+struct StackRange {
+  const void* bottom = nullptr;
+  std::size_t size = 0;
+};
+
 struct FiberState {
   std::uint64_t id = 0;
   std::string name;
@@ -22,6 +29,7 @@ struct FiberState {
   bool cancel = false;  // set at shutdown: the next (or current) wait throws Cancelled
   boost::fibers::context* ctx = nullptr;
   const void* loop = nullptr;  // the runtime that owns it
+  StackRange stack;            // where its stack lies (for AddressSanitizer, see fiber_stack.h)
   // While blocked: the operation, the condition (null for a sleep) and the deadline.
   const char* op = nullptr;
   Condition* waiting_on = nullptr;

@@ -52,7 +52,7 @@ nlohmann::json JsonReader::parse_file(const std::filesystem::path& file) {
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(text.str());
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // a syntax error, or a number too large for a double (406)
     throw InputError(file.string(), "", std::string("not valid JSON: ") + e.what());
   }
   if (!j.is_object()) throw InputError(file.string(), "(top)", "expected an object");

@@ -44,6 +44,21 @@ engine::PdDeployment pd_deployment(const Scenario& sc, EmulatedCluster& cluster)
   d.system.router.prefill_threshold_tokens = dep.threshold_tokens;
   d.system.router.block_tokens = dep.kv_block_tokens;
   d.system.router.policy = dep.router_policy;
+  d.system.router.cache_aware = engine::CacheAwareOptions{.cache_threshold = dep.router.cache_threshold,
+                                                          .balance_abs_threshold = dep.router.balance_abs_threshold,
+                                                          .balance_rel_threshold = dep.router.balance_rel_threshold};
+  d.system.router.weights = engine::LoadWeights{.requests = dep.router.weight_requests,
+                                                .tokens_in_flight_per_1k = dep.router.weight_tokens_in_flight_per_1k,
+                                                .free_kv_per_1k_blocks = dep.router.weight_free_kv_per_1k_blocks};
+  d.system.load_report_interval = rt::from_seconds(dep.router.load_report_interval_s);
+  d.system.transfer.path = dep.kv_transfer_path == "nvlink" ? hal::RdmaPath::nvlink : hal::RdmaPath::scale_out;
+  d.system.transfer.timeout = rt::from_seconds(dep.kv_transfer_timeout_s);
+  d.system.kv_pool = dep.kv_pool;
+  d.system.fetch_remote_prefix = dep.fetch_remote_prefix;
+  d.system.health = engine::HealthConfig{.check_interval = rt::from_seconds(dep.health_check_interval_s),
+                                         .detection_delay = rt::from_seconds(dep.fault_detection_delay_s),
+                                         .gpu_reset_time = rt::from_seconds(dep.gpu_reset_s),
+                                         .worker_restart_time = rt::from_seconds(dep.worker_restart_s)};
   d.system.router.prefill_worker = dep.prefill_gpus > 0;
   return d;
 }
@@ -62,7 +77,19 @@ Deployment::Deployment(rt::Runtime& rt, const Scenario& sc, engine::TokenStream 
                                                  pd_deployment(sc, cluster_), std::move(on_tokens),
                                                  std::move(on_done), &network_);
   } catch (const hal::HalError& e) {
-    throw rt::InputError(sc.file, "deployment", std::string("does not fit: ") + e.what());
+    // Name the GPU and its role, so the message says which count to raise (or which budget to lower).
+    const std::int64_t gpu = e.device();
+    const std::int64_t normal_gpus = sc.deployment.normal_gpus;
+    std::string key = "deployment";
+    std::string where = model_.name;
+    if (gpu >= 0 && gpu < normal_gpus) {
+      key = "deployment.normal_gpus";
+      where += " on normal rank " + std::to_string(gpu) + " (GPU " + std::to_string(gpu) + ")";
+    } else if (gpu >= normal_gpus) {
+      key = "deployment.prefill_gpus";
+      where += " on prefill rank " + std::to_string(gpu - normal_gpus) + " (GPU " + std::to_string(gpu) + ")";
+    }
+    throw rt::InputError(sc.file, key, "does not fit: " + where + ": " + e.what());
   } catch (const std::invalid_argument& e) {
     throw rt::InputError(sc.file, "deployment", e.what());
   }

@@ -6,12 +6,22 @@
 #include <fstream>
 #include <memory>
 #include <numeric>
+#include <optional>
 #include <sstream>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include "emu/check/assertion_check.h"
+#include "emu/check/determinism_checker.h"
+#include "emu/check/standard_checkers.h"
+#include "emu/rt/errors.h"
 #include "emu/rt/virtual_runtime.h"
+#include "emu/faults/fault_injector.h"
 #include "emu/scenario/deployment.h"
+#include "emu/scenario/progress_bar.h"
 #include "emu/scenario/session_driver.h"
+#include "emu/scenario/timeline_sampler.h"
 #include "emu/workload/arrival_process.h"
 #include "emu/workload/workload_source.h"
 
@@ -21,6 +31,7 @@ namespace {
 
 constexpr double kMsPerS = 1e3;
 constexpr std::uint64_t kBytesPerKiB = 1024;
+constexpr std::size_t kCdfPoints = 101;  // quantiles kept for the CDF plots: 0%, 1%, ..., 100%
 
 // VmHWM of /proc/self/status: the process's peak resident set (0 where there is no /proc).
 std::uint64_t peak_rss_bytes() {
@@ -37,7 +48,7 @@ std::uint64_t peak_rss_bytes() {
   return 0;
 }
 
-// Mean and nearest-rank percentiles.
+// Mean, nearest-rank percentiles and the quantiles of the CDF.
 LatencySummaryMs summarize(std::vector<double> ms) {
   LatencySummaryMs s;
   if (ms.empty()) return s;
@@ -52,42 +63,200 @@ LatencySummaryMs summarize(std::vector<double> ms) {
   s.p50 = pct(kP50);
   s.p90 = pct(kP90);
   s.p99 = pct(kP99);
+  for (std::size_t i = 0; i < kCdfPoints; ++i) {
+    s.quantiles.push_back(pct(static_cast<double>(i) / static_cast<double>(kCdfPoints - 1)));
+  }
   return s;
 }
 
-}  // namespace
+ArrivalOptions arrival_options(const Scenario& sc) {
+  ArrivalOptions a;
+  a.starts = sc.workload.starts == "recorded" ? ArrivalOptions::Starts::kRecorded : ArrivalOptions::Starts::kPoisson;
+  a.pacing = ArrivalOptions::Pacing::kThinkTime;
+  a.sessions_per_s = sc.workload.rate_sessions_per_s;
+  a.rate_scale = sc.workload.rate_scale;
+  a.time_scale = sc.workload.time_scale;
+  a.seed = sc.seed;
+  return a;
+}
 
-RunReport run_scenario(const Scenario& sc) {
+// Blocks held by requests in every KV pool, and bytes allocated in every memory of the fleet.
+ResourceSnapshot snapshot(Deployment& d) {
+  ResourceSnapshot s;
+  engine::PdSystem& system = d.system();
+  for (std::int32_t r = 0; r < system.normal().ranks(); ++r) {
+    const engine::KvCacheManager& kv = system.normal().kv(r);
+    s.kv_used_blocks["rank" + std::to_string(r) + " gpu"] = kv.gpu().used_blocks();
+    s.kv_used_blocks["rank" + std::to_string(r) + " grace"] = kv.grace().used_blocks();
+  }
+  if (system.prefill() != nullptr) {
+    s.kv_used_blocks["prefill gpu"] = system.prefill()->kv().gpu().used_blocks();
+    s.kv_used_blocks["prefill grace"] = system.prefill()->kv().grace().used_blocks();
+  }
+  fakegpu::GpuFleet& fleet = d.cluster().fleet();
+  for (int i = 0; i < fleet.size(); ++i) {
+    const std::string name = "gpu" + std::to_string(i) + " hbm";
+    if (fleet.device(i).health() == hal::DeviceHealth::lost) {
+      s.lost.insert(name);
+      continue;
+    }
+    s.memory_used_bytes[name] = fleet.device(i).memory().used_bytes();
+  }
+  for (int h = 0; h < fleet.host_count(); ++h) {
+    s.memory_used_bytes["host" + std::to_string(h) + " pinned"] = fleet.host_memory(h).used_bytes();
+  }
+  return s;
+}
+
+// Wires the trace recorder to the fleet's streams, the fabric's transfers and the event log's warnings.
+class TraceWiring {
+ public:
+  TraceWiring(TraceRecorder& trace, Deployment& d) : trace_(trace), deployment_(d) {
+    fakegpu::GpuFleet& fleet = d.cluster().fleet();
+    for (int i = 0; i < fleet.size(); ++i) {
+      const int pid = trace_.process("gpu " + std::to_string(i));
+      fleet.device(i).set_span_observer([this, pid](const fakegpu::OpSpan& s) {
+        if (!trace_.in_window(s.start)) return;
+        const int tid = trace_.thread(pid, s.stream);
+        if (s.ok) {
+          trace_.span(pid, tid, s.op, s.start, s.end);
+        } else {
+          trace_.span(pid, tid, "failed: " + std::string(s.op), s.start, s.end);
+        }
+      });
+    }
+    fabric::Fabric& fabric = d.cluster().fabric();
+    fabric.set_transfer_observer([this, &fabric](const fabric::TransferSpan& s) {
+      if (s.channel < 0 || !trace_.in_window(s.start)) return;
+      const int pid = trace_.process("link " + fabric.topology().channels()[static_cast<std::size_t>(s.channel)].name);
+      const int tid = trace_.thread(pid, "transfers");
+      if (s.ok) {
+        trace_.span(pid, tid, s.op, s.start, s.end);
+      } else {
+        trace_.span(pid, tid, "failed: " + std::string(s.op), s.start, s.end);
+      }
+    });
+    faults_ = trace_.process("faults and warnings");
+    links_ = trace_.process("link utilisation");
+  }
+
+  // Faults are logged as warnings; errors are broken invariants: both become instants.
+  void on_record(rt::Time t, std::string_view source, std::string_view kind, const nlohmann::json& fields,
+                 rt::Severity severity) {
+    if (severity < rt::Severity::warning || !trace_.in_window(t)) return;
+    trace_.instant(faults_, std::string(source) + " " + std::string(kind), t, fields.dump());
+  }
+
+  void on_sample(rt::Time now, const Timeline& t) {
+    if (!trace_.in_window(now)) return;
+    for (const auto& [cls, v] : t.link_mean) {
+      if (!v.empty()) trace_.counter(links_, cls + " utilisation", now, v.back());
+    }
+  }
+
+  // Past the window nothing more is kept: stop paying for the observers.
+  void maybe_detach(rt::Time now) {
+    if (detached_ || !trace_.past_window(now)) return;
+    detached_ = true;
+    fakegpu::GpuFleet& fleet = deployment_.cluster().fleet();
+    for (int i = 0; i < fleet.size(); ++i) fleet.device(i).set_span_observer(nullptr);
+    deployment_.cluster().fabric().set_transfer_observer(nullptr);
+  }
+
+ private:
+  TraceRecorder& trace_;
+  Deployment& deployment_;
+  int faults_ = 0;
+  int links_ = 0;
+  bool detached_ = false;
+};
+
+RunReport run_once(const Scenario& sc, const RunControls& controls, std::vector<std::unique_ptr<RunChecker>> checkers,
+                   bool with_outputs) {
   const auto wall_start = std::chrono::steady_clock::now();
 
   LoadOptions load;
   if (sc.workload.max_sessions > 0) load.max_sessions = static_cast<std::size_t>(sc.workload.max_sessions);
   const WorkloadSource source = open_workload_source(sc.workload.source, load);
-  ArrivalOptions arrival;
-  arrival.starts = ArrivalOptions::Starts::kPoisson;
-  arrival.pacing = ArrivalOptions::Pacing::kThinkTime;
-  arrival.sessions_per_s = sc.workload.rate_sessions_per_s;
-  arrival.seed = sc.seed;
-  const ArrivalProcess arrivals(source.workload, arrival);
+  std::optional<ArrivalProcess> arrivals;
+  try {
+    arrivals.emplace(source.workload, arrival_options(sc));
+  } catch (const rt::InputError& e) {
+    throw rt::InputError(sc.file, "workload.starts", e.what());
+  }
 
   rt::VirtualRuntime rt(rt::LoopOptions{.seed = sc.seed});
   std::unique_ptr<SessionDriver> driver;
-  Deployment deployment(rt, sc, [](engine::RequestId, std::int64_t, bool, bool) {},
-                        [&driver](const engine::RequestTiming& t) { driver->on_done(t); });
+  std::unique_ptr<TimelineSampler> sampler;
+  Deployment deployment(
+      rt, sc,
+      [&](engine::RequestId id, std::int64_t count, bool first, bool finished) {
+        for (auto& c : checkers) c->on_tokens(id, count, first, finished);
+        sampler->on_tokens(id, count, first);
+      },
+      [&](const engine::RequestTiming& t) {
+        for (auto& c : checkers) c->on_done(t);
+        sampler->on_done(t.id);
+        driver->on_done(t);
+      });
   engine::PdSystem& system = deployment.system();
-  driver = std::make_unique<SessionDriver>(rt, source.workload, arrivals, deployment.kv_block_tokens());
+  FaultInjector faults(rt, sc.faults, rt::Time::zero() + rt::from_seconds(sc.run.max_sim_seconds), deployment.cluster(), system);
+  sampler = std::make_unique<TimelineSampler>(rt, deployment, sc.outputs.timeline_interval_s);
+  driver = std::make_unique<SessionDriver>(rt, source.workload, *arrivals, deployment.kv_block_tokens());
   driver->attach(system);
+  driver->set_submit_observer([&](const engine::RequestState& r) {
+    for (auto& c : checkers) c->on_submit(r);
+    sampler->on_submit(r);
+  });
+
+  std::shared_ptr<TraceRecorder> trace;
+  std::optional<TraceWiring> wiring;
+  if (with_outputs && sc.outputs.trace) {
+    trace = std::make_shared<TraceRecorder>(TraceOptions{sc.outputs.trace_start_s, sc.outputs.trace_window_s,
+                                                         static_cast<std::uint64_t>(sc.outputs.trace_max_events)});
+    wiring.emplace(*trace, deployment);
+  }
+  rt.log().set_observer([&](rt::Time t, std::string_view source_name, std::string_view kind,
+                            const nlohmann::json& fields, rt::Severity severity) {
+    for (auto& c : checkers) c->on_record(t, source_name, kind, fields, severity);
+    faults.on_record(t, source_name, kind, fields);
+    if (wiring) wiring->on_record(t, source_name, kind, fields, severity);
+  });
+
+  const ResourceSnapshot baseline = snapshot(deployment);
   driver->start();
 
+  std::optional<ProgressBar> progress;
+  if (controls.progress != nullptr) progress.emplace(*controls.progress, sc.run.max_sim_seconds);
   const rt::Time limit = rt::Time::zero() + rt::from_seconds(sc.run.max_sim_seconds);
-  const rt::RunResult result = rt.run(rt::RunOptions{.until = limit});
+  const rt::Duration slice = rt::from_seconds(sc.outputs.timeline_interval_s);
+  rt::Time next = rt::Time::zero() + slice;
+  bool quiescent = false;
+  for (;;) {
+    const rt::RunResult result = rt.run(rt::RunOptions{.until = std::min(next, limit)});
+    sampler->sample();
+    if (wiring) {
+      wiring->on_sample(rt.now(), sampler->timeline());
+      wiring->maybe_detach(rt.now());
+    }
+    if (progress) progress->update(rt.now().since_start().seconds(), driver->timings().size(), driver->submitted());
+    if (result.reason == rt::RunResult::Stop::quiescent) {
+      quiescent = true;
+      break;
+    }
+    if (rt.now() >= limit) break;
+    next = next + slice;
+  }
+  if (progress) progress->finish();
+  rt.log().set_observer(nullptr);
 
   RunReport r;
   r.scenario = sc.name;
   r.seed = sc.seed;
   r.event_log_hash = rt.log().hash_hex();
-  r.stop_reason = result.reason == rt::RunResult::Stop::quiescent ? "quiescent" : "time_limit";
+  r.stop_reason = quiescent ? "quiescent" : "time_limit";
   r.sim_time_s = rt.now().since_start().seconds();
+  r.gpus = static_cast<std::uint64_t>(deployment.cluster().fleet().size());
   r.requests_total = driver->submitted();
   r.requests_in_flight = driver->outstanding();
   std::vector<double> ttft, tpot, e2e;
@@ -112,8 +281,43 @@ RunReport run_scenario(const Scenario& sc) {
   r.routing["local"] = system.router().routed(engine::PrefillPath::local);
   r.routing["prefill_worker"] = system.router().routed(engine::PrefillPath::prefill_worker);
   r.kv_transfer_bytes = system.transfer_bytes();
+  r.kv_hits = sampler->kv_hits();
+  r.links = sampler->link_use();
+
+  RunEnd end;
+  end.quiescent = quiescent;
+  end.system_in_flight = system.in_flight();
+  end.baseline = baseline;
+  end.final = snapshot(deployment);
+  end.error_records = rt.log().error_count();
+  end.first_error = rt.log().first_error().value_or("");
+  end.event_log_hash = r.event_log_hash;
+  for (auto& c : checkers) r.checks.push_back(NamedCheck{c->name(), c->finish(end)});
+
+  r.timeline = sampler->take();
+  r.faults = faults.timeline().to_json();
+  r.trace = std::move(trace);
   r.wall_time_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
   r.peak_rss_bytes = peak_rss_bytes();
+  return r;
+}
+
+}  // namespace
+
+RunReport run_scenario(const Scenario& sc, const RunControls& controls) {
+  std::vector<std::unique_ptr<RunChecker>> checkers = make_standard_checkers();
+  if (sc.checks.determinism || controls.check_determinism) {
+    // The first run writes no trace: outputs must not change the hash either.
+    const RunReport first = run_once(sc, RunControls{}, make_standard_checkers(), false);
+    checkers.push_back(std::make_unique<DeterminismChecker>(first.event_log_hash));
+  }
+  RunReport r = run_once(sc, controls, std::move(checkers), true);
+  if (!sc.checks.assertions.empty()) {
+    const nlohmann::json figures = to_json(r);
+    for (const Assertion& a : sc.checks.assertions) {
+      r.checks.push_back(NamedCheck{assertion_check_name(a), check_assertion(a, figures)});
+    }
+  }
   return r;
 }
 

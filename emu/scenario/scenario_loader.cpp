@@ -6,6 +6,7 @@
 
 #include "emu/rt/errors.h"
 #include "emu/rt/json_reader.h"
+#include "emu/scenario/deployment_check.h"
 #include "emu/scenario/scenario.h"
 #include "engine/hal/types.h"
 #include "engine/model/model_profile.h"
@@ -18,6 +19,15 @@ namespace {
 constexpr std::string_view kGeneratorPrefix = "gen:";
 constexpr std::array<std::string_view, 4> kRouterPolicies = {"round_robin", "least_load", "cache_aware", "pooled"};
 constexpr std::array<std::string_view, 3> kGraceTiers = {"off", "write_through", "write_back"};
+// Bounds that keep GPU counts far from overflow; the fabric's own size is checked after.
+constexpr std::int64_t kMaxUnits = 1'024;
+constexpr std::int64_t kMaxGpus = 1 << 20;
+constexpr std::array<std::string_view, 2> kKvTransferPaths = {"rdma", "nvlink"};
+constexpr std::array<std::string_view, 2> kSessionStarts = {"poisson", "recorded"};
+constexpr std::array<std::string_view, 11> kAssertionGroups = {
+    "sim_time_s", "wall_time_s", "speedup", "gpu_seconds_per_wall_second", "peak_rss_bytes", "requests",
+    "latency_ms", "throughput", "kv", "links", "routing"};
+constexpr double kMinTimelineIntervalS = 0.001;  // finer sampling costs more than it shows
 
 template <std::size_t N>
 std::string one_of(rt::JsonReader& r, std::string_view key, const std::array<std::string_view, N>& allowed,
@@ -33,8 +43,72 @@ std::string one_of(rt::JsonReader& r, std::string_view key, const std::array<std
 std::string opt_string(rt::JsonReader& r, std::string_view key, const std::string& fallback) {
   return r.has(key) ? r.string(key) : fallback;
 }
-std::int64_t opt_int(rt::JsonReader& r, std::string_view key, std::int64_t fallback, std::int64_t min = 0) {
-  return r.has(key) ? r.integer(key, min) : fallback;
+std::int64_t opt_int(rt::JsonReader& r, std::string_view key, std::int64_t fallback, std::int64_t min = 0,
+                     std::int64_t max = INT64_MAX) {
+  return r.has(key) ? r.integer(key, min, max) : fallback;
+}
+
+void read_outputs(rt::JsonReader o, ScenarioOutputs& out) {
+  if (o.has("trace")) out.trace = o.boolean("trace");
+  if (o.has("trace_start_s")) out.trace_start_s = o.number("trace_start_s");
+  if (o.has("trace_window_s")) out.trace_window_s = o.number("trace_window_s", rt::NumberRule::positive);
+  out.trace_max_events = opt_int(o, "trace_max_events", out.trace_max_events, 1);
+  if (o.has("html")) out.html = o.boolean("html");
+  if (o.has("timeline_interval_s")) {
+    out.timeline_interval_s = o.number("timeline_interval_s", rt::NumberRule::positive);
+    if (out.timeline_interval_s < kMinTimelineIntervalS) {
+      o.fail("timeline_interval_s", "must be at least " + std::to_string(kMinTimelineIntervalS) + " s");
+    }
+  }
+  o.finish();
+}
+
+// Assertions name a report.json figure by its dotted path; the first part must be a figure group.
+void read_checks(rt::JsonReader c, ScenarioChecks& out) {
+  if (c.has("determinism")) out.determinism = c.boolean("determinism");
+  if (c.has("assertions")) {
+    for (rt::JsonReader a : c.objects("assertions")) {
+      Assertion x;
+      x.metric = a.string("metric");
+      const std::string group = x.metric.substr(0, x.metric.find('.'));
+      if (std::find(kAssertionGroups.begin(), kAssertionGroups.end(), group) == kAssertionGroups.end()) {
+        std::string list;
+        for (auto g : kAssertionGroups) list += (list.empty() ? "" : ", ") + std::string(g);
+        a.fail("metric", "'" + x.metric + "' is not a report.json figure (starts with one of " + list + ")");
+      }
+      if (a.has("max")) x.max = a.number("max", rt::NumberRule::any);
+      if (a.has("min")) x.min = a.number("min", rt::NumberRule::any);
+      if (!x.max && !x.min) a.fail("max", "an assertion needs a max, a min or both");
+      a.finish();
+      out.assertions.push_back(std::move(x));
+    }
+  }
+  c.finish();
+}
+
+// deployment.router: every number non-negative; the thresholds in their ranges.
+void read_router(rt::JsonReader r, ScenarioRouter& out) {
+  if (r.has("cache_threshold")) {
+    out.cache_threshold = r.number("cache_threshold", rt::NumberRule::non_negative);
+    if (out.cache_threshold > 1) r.fail("cache_threshold", "a share of the prompt: expected 0 to 1");
+  }
+  out.balance_abs_threshold = opt_int(r, "balance_abs_threshold", out.balance_abs_threshold);
+  if (r.has("balance_rel_threshold")) {
+    out.balance_rel_threshold = r.number("balance_rel_threshold", rt::NumberRule::positive);
+    if (out.balance_rel_threshold < 1) r.fail("balance_rel_threshold", "a ratio of loads: expected at least 1");
+  }
+  if (r.has("weight_requests")) out.weight_requests = r.number("weight_requests", rt::NumberRule::non_negative);
+  if (r.has("weight_tokens_in_flight_per_1k")) {
+    out.weight_tokens_in_flight_per_1k = r.number("weight_tokens_in_flight_per_1k", rt::NumberRule::non_negative);
+  }
+  if (r.has("weight_free_kv_per_1k_blocks")) {
+    out.weight_free_kv_per_1k_blocks = r.number("weight_free_kv_per_1k_blocks", rt::NumberRule::non_negative);
+  }
+  if (r.has("load_report_interval_s")) {
+    out.load_report_interval_s = r.number("load_report_interval_s", rt::NumberRule::positive);
+    if (out.load_report_interval_s < 1e-6) r.fail("load_report_interval_s", "expected at least 1e-6 s");
+  }
+  r.finish();
 }
 
 // "a.b.c=value": sets a.b.c in `root`, creating objects on the way; value is JSON when it parses, else a string.
@@ -79,7 +153,7 @@ Scenario load_scenario(const std::filesystem::path& path, const std::vector<std:
     rt::JsonReader c = top.object("cluster");
     s.cluster.gpu_profile = opt_string(c, "gpu_profile", s.cluster.gpu_profile);
     s.cluster.fabric_profile = opt_string(c, "fabric_profile", s.cluster.fabric_profile);
-    s.cluster.units = opt_int(c, "units", s.cluster.units, 1);
+    s.cluster.units = opt_int(c, "units", s.cluster.units, 1, kMaxUnits);
     c.finish();
   }
   if (top.has("model")) {
@@ -98,10 +172,20 @@ Scenario load_scenario(const std::filesystem::path& path, const std::vector<std:
   }
   rt::JsonReader d = top.object("deployment");
   auto& dep = s.deployment;
-  dep.normal_gpus = d.integer("normal_gpus", 1);
-  dep.prefill_gpus = opt_int(d, "prefill_gpus", dep.prefill_gpus);
+  dep.normal_gpus = d.integer("normal_gpus", 1, kMaxGpus);
+  dep.prefill_gpus = opt_int(d, "prefill_gpus", dep.prefill_gpus, 0, kMaxGpus);
   dep.threshold_tokens = opt_int(d, "threshold_tokens", dep.threshold_tokens);
   dep.router_policy = one_of(d, "router_policy", kRouterPolicies, dep.router_policy);
+  if (d.has("router")) read_router(d.object("router"), dep.router);
+  dep.kv_transfer_path = one_of(d, "kv_transfer_path", kKvTransferPaths, dep.kv_transfer_path);
+  if (d.has("kv_transfer_timeout_s")) {
+    dep.kv_transfer_timeout_s = d.number("kv_transfer_timeout_s", rt::NumberRule::positive);
+  }
+  if (d.has("kv_pool")) dep.kv_pool = d.boolean("kv_pool");
+  if (d.has("fetch_remote_prefix")) dep.fetch_remote_prefix = d.boolean("fetch_remote_prefix");
+  if (dep.router_policy == "pooled" && !dep.kv_pool) {
+    d.fail("router_policy", "'pooled' routes by load alone, which needs one KV pool: set deployment.kv_pool to true");
+  }
   dep.grace_tier = one_of(d, "grace_tier", kGraceTiers, dep.grace_tier);
   if (d.has("grace_bytes_per_gpu")) dep.grace_bytes_per_gpu = static_cast<std::uint64_t>(d.integer("grace_bytes_per_gpu"));
   dep.token_budget = opt_int(d, "token_budget", dep.token_budget, 1);
@@ -120,6 +204,12 @@ Scenario load_scenario(const std::filesystem::path& path, const std::vector<std:
     e.finish();
   }
 
+  for (auto [key, value] : {std::pair{"health_check_interval_s", &dep.health_check_interval_s},
+                            std::pair{"fault_detection_delay_s", &dep.fault_detection_delay_s},
+                            std::pair{"gpu_reset_s", &dep.gpu_reset_s}, std::pair{"worker_restart_s", &dep.worker_restart_s}}) {
+    if (d.has(key)) *value = d.number(key, key == std::string_view("health_check_interval_s") ? rt::NumberRule::positive : rt::NumberRule::non_negative);
+  }
+
   // The fleet is the first GPUs of the fabric: the deployment must fit in it.
   const auto spec = fabric::make_cluster(s.cluster.fabric_profile, static_cast<int>(s.cluster.units));
   const std::int64_t fabric_gpus = static_cast<std::int64_t>(spec.node.gpus()) * s.cluster.units;
@@ -129,6 +219,7 @@ Scenario load_scenario(const std::filesystem::path& path, const std::vector<std:
                               std::to_string(s.cluster.units) + " x " + s.cluster.fabric_profile);
   }
   d.finish();
+  check_deployment(s);
 
   rt::JsonReader w = top.object("workload");
   s.workload.source = w.string("source");
@@ -140,6 +231,9 @@ Scenario load_scenario(const std::filesystem::path& path, const std::vector<std:
   }
   s.workload.max_sessions = opt_int(w, "max_sessions", s.workload.max_sessions);
   if (w.has("rate_sessions_per_s")) s.workload.rate_sessions_per_s = w.number("rate_sessions_per_s", rt::NumberRule::positive);
+  s.workload.starts = one_of(w, "starts", kSessionStarts, s.workload.starts);
+  if (w.has("rate_scale")) s.workload.rate_scale = w.number("rate_scale", rt::NumberRule::positive);
+  if (w.has("time_scale")) s.workload.time_scale = w.number("time_scale", rt::NumberRule::positive);
   w.finish();
 
   if (top.has("run")) {
@@ -147,6 +241,9 @@ Scenario load_scenario(const std::filesystem::path& path, const std::vector<std:
     if (r.has("max_sim_seconds")) s.run.max_sim_seconds = r.number("max_sim_seconds", rt::NumberRule::positive);
     r.finish();
   }
+  if (top.has("outputs")) read_outputs(top.object("outputs"), s.outputs);
+  if (top.has("checks")) read_checks(top.object("checks"), s.checks);
+  if (top.has("faults")) s.faults = read_fault_plan(top.array("faults"), file, FaultContext{dep.normal_gpus, dep.prefill_gpus, s.cluster.fabric_profile, s.cluster.units});
   top.finish();
   return s;
 }

@@ -56,6 +56,7 @@ void SessionDriver::submit(std::size_t c) {
                               static_cast<std::int32_t>(kv_block_tokens_));
   r.prompt_hashes.assign(hashes.begin(), hashes.end());
   owner_[r.id] = c;
+  if (on_submit_) on_submit_(r);
   system_->submit(std::move(r));
 }
 

@@ -3,6 +3,7 @@
 // earliest departure after the previous answer; sub-agents start when their parent reaches their
 // spawn point.
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <vector>
@@ -22,6 +23,10 @@ class SessionDriver {
                 std::int64_t kv_block_tokens);
 
   void attach(engine::PdSystem& system) { system_ = &system; }
+  // Told of each request just before it is submitted (checkers, timelines).
+  void set_submit_observer(std::function<void(const engine::RequestState&)> observer) {
+    on_submit_ = std::move(observer);
+  }
   void start();
   // The system reports a request over (finished or failed): its session goes on.
   void on_done(const engine::RequestTiming& t);
@@ -44,6 +49,7 @@ class SessionDriver {
   std::map<engine::RequestId, std::size_t> owner_;  // request in flight -> its session cursor
   std::uint64_t next_id_ = 1;
   std::vector<engine::RequestTiming> timings_;
+  std::function<void(const engine::RequestState&)> on_submit_;
 };
 
 }  // namespace nvl::emu

@@ -16,6 +16,8 @@ struct CalibrationRow {
   double tolerance_pct = 0;
   // When set, the row passes on |emulated - published| <= tolerance_abs instead (e.g. "within 1 request").
   std::optional<double> tolerance_abs;
+  // For a row known to miss: which effect the emulator lacks (printed under the row).
+  std::string note;
 
   double error_pct() const;
   bool pass() const;

@@ -45,6 +45,7 @@ void print_table(std::ostream& out, const std::vector<CalibrationRow>& rows) {
     std::snprintf(line, sizeof line, "%-36s %-10s %12.4g %12.4g %+9.2f %9.2f  %s\n", r.id.c_str(), r.unit.c_str(),
                   r.published, r.emulated, r.error_pct(), tol, r.pass() ? "pass" : "FAIL");
     out << line;
+    if (!r.note.empty()) out << "    note: " << r.note << "\n";
     if (!r.pass()) ++failed;
   }
   out << rows.size() << " rows, " << (rows.size() - static_cast<std::size_t>(failed)) << " pass, " << failed
@@ -65,6 +66,7 @@ nlohmann::json to_json(const std::vector<CalibrationRow>& rows) {
                           {"pass", r.pass()},
                           {"source", r.source}};
     if (r.tolerance_abs) row["tolerance_abs"] = *r.tolerance_abs;
+    if (!r.note.empty()) row["note"] = r.note;
     out["rows"].push_back(std::move(row));
   }
   return out;

@@ -12,6 +12,9 @@ namespace nvl::emu {
 namespace {
 
 constexpr std::string_view kHeader = "TIMESTAMP,ContextTokens,GeneratedTokens";
+// Far above any real context (the trace's largest is 7,437 tokens), low enough that one line's unique block
+// hashes stay a few MB (an absurd count would hang the loader).
+constexpr std::int64_t kMaxContextTokens = 1 << 24;
 
 bool parse_int(std::string_view s, std::int64_t& out) {
   const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
@@ -37,6 +40,7 @@ bool parse_timestamp(std::string_view s, std::int64_t& ns_out) {
     return false;
   }
   if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || sec > 60) return false;
+  if (y < 1970 || y > 2200) return false;  // nanoseconds since 1970 must fit in 64 bits
   std::int64_t frac_ns = 0;
   if (s.size() > 19) {
     if (s[19] != '.' || s.size() == 20) return false;
@@ -88,8 +92,9 @@ Workload load_azure_trace(const std::filesystem::path& path, const LoadOptions& 
       throw rt::InputError(file, where + ": TIMESTAMP", "expected 'YYYY-MM-DD HH:MM:SS.fffffff', got '" +
                                                             std::string(line.substr(0, c1)) + "'");
     }
-    if (!parse_int(line.substr(c1 + 1, c2 - c1 - 1), context) || context < 0) {
-      throw rt::InputError(file, where + ": ContextTokens", "expected a non-negative integer, got '" +
+    if (!parse_int(line.substr(c1 + 1, c2 - c1 - 1), context) || context < 0 || context > kMaxContextTokens) {
+      throw rt::InputError(file, where + ": ContextTokens",
+                           "expected a non-negative integer up to " + std::to_string(kMaxContextTokens) + ", got '" +
                                                                 std::string(line.substr(c1 + 1, c2 - c1 - 1)) + "'");
     }
     if (!parse_int(line.substr(c2 + 1), generated) || generated < 0) {

@@ -1,6 +1,8 @@
 #include "emu/workload/claude_code_trace.h"
 
 #include <algorithm>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "emu/rt/errors.h"
@@ -11,6 +13,16 @@
 
 namespace nvl::emu {
 namespace {
+
+// About 31 years: far beyond a conversation's span, and its nanoseconds fit in 64 bits.
+constexpr double kMaxSeconds = 1e9;
+
+// A time in seconds (t, think_time, api_time): non-negative and below kMaxSeconds.
+double seconds(rt::JsonReader& e, std::string_view key) {
+  const double s = e.number(key);
+  if (s > kMaxSeconds) e.fail(key, "expected at most " + std::to_string(static_cast<std::int64_t>(kMaxSeconds)) + " s");
+  return s;
+}
 
 class FileLoader {
  public:
@@ -63,7 +75,7 @@ class FileLoader {
       const std::string at = where + "[" + std::to_string(i) + "]";
       const nlohmann::json& entry = entries[i];
       rt::JsonReader e(entry, file_, at);
-      const double t = e.number("t");
+      const double t = seconds(e, "t");
       if (t < previous_t) e.fail("t", "times must not decrease within a conversation");
       const std::string type = e.string("type");
       Session& s = w_.sessions[index];
@@ -86,12 +98,12 @@ class FileLoader {
       r.offset = rt::from_seconds(t);
       const auto think = entry.find("think_time");
       if (think != entry.end()) {
-        r.think_time = rt::from_seconds(e.number("think_time"));
+        r.think_time = rt::from_seconds(seconds(e, "think_time"));
       } else if (!s.requests.empty()) {
         r.think_time = rt::from_seconds(t - previous_t);  // the format's own fallback: the recorded gap
       }
       const auto api = entry.find("api_time");
-      previous_end_t = t + (api != entry.end() ? e.number("api_time") : 0.0);
+      previous_end_t = t + (api != entry.end() ? seconds(e, "api_time") : 0.0);
       previous_t = t;
       s.requests.push_back(std::move(r));
     }

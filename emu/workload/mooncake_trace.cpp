@@ -10,6 +10,11 @@
 
 namespace nvl::emu {
 
+namespace {
+// About 31 years: far beyond a trace's span, and its nanoseconds fit in 64 bits.
+constexpr std::int64_t kMaxTimestampMs = 1'000'000'000'000;
+}  // namespace
+
 Workload load_mooncake_trace(const std::filesystem::path& path, const LoadOptions& options) {
   const std::string file = path.string();
   const std::string text = read_trace_file(path);
@@ -31,7 +36,7 @@ Workload load_mooncake_trace(const std::filesystem::path& path, const LoadOption
     nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
     if (j.is_discarded()) throw rt::InputError(file, where, "malformed JSON (expected one request object a line)");
     rt::JsonReader f(j, file, where);
-    const std::int64_t ms = f.integer("timestamp");
+    const std::int64_t ms = f.integer("timestamp", 0, kMaxTimestampMs);
     if (ms < previous_ms) {
       f.fail("timestamp", "timestamps must not decrease (" + std::to_string(ms) + " after " +
                               std::to_string(previous_ms) + ")");

@@ -122,4 +122,59 @@ std::vector<std::int64_t> ExpertPlacement::experts_lost_with(std::int64_t rank) 
   return lost;
 }
 
+ExpertPlacement ExpertPlacement::without_rank(std::int64_t rank, const ExpertLoad& load) const {
+  if (ranks() < 2) throw std::invalid_argument("expert placement: the last EP rank cannot leave");
+  const std::vector<std::int64_t> lost = experts_lost_with(rank);
+  ExpertPlacement next;
+  next.replicas_ = replicas_;
+  for (std::int64_t e : experts_on(rank)) --next.replicas_[static_cast<std::size_t>(e)];
+  for (std::int64_t k = 0; k < ranks(); ++k) {
+    if (k != rank) next.rank_experts_.push_back(rank_experts_[static_cast<std::size_t>(k)]);
+  }
+  for (std::int64_t e : lost) {
+    const auto shares = next.rank_shares(load);
+    const double load_e = load[static_cast<std::size_t>(e)];
+    // Each candidate slot holds a copy of an expert x with others elsewhere: giving it up moves x's
+    // share onto its other copies' ranks, and e's whole share onto this rank. The candidate whose
+    // busiest affected rank ends lightest wins (ties: the lighter rank, then the first).
+    std::size_t best_rank = next.rank_experts_.size();
+    std::size_t best_slot = 0;
+    double best_peak = 0;
+    for (std::size_t k = 0; k < next.rank_experts_.size(); ++k) {
+      const auto& held = next.rank_experts_[k];
+      if (std::find(held.begin(), held.end(), e) != held.end()) continue;
+      for (std::size_t s = 0; s < held.size(); ++s) {
+        const auto x = static_cast<std::size_t>(held[s]);
+        const auto copies = static_cast<double>(next.replicas_[x]);
+        if (copies < 2) continue;
+        const double gain = load[x] / (copies - 1) - load[x] / copies;  // on each other copy's rank
+        double peak = shares[k] - load[x] / copies + load_e;
+        for (std::size_t j = 0; j < next.rank_experts_.size(); ++j) {
+          const auto& other = next.rank_experts_[j];
+          if (j != k && std::find(other.begin(), other.end(), held[s]) != other.end()) peak = std::max(peak, shares[j] + gain);
+        }
+        if (best_rank == next.rank_experts_.size() || peak < best_peak ||
+            (peak == best_peak && shares[k] < shares[best_rank])) {
+          best_rank = k;
+          best_slot = s;
+          best_peak = peak;
+        }
+      }
+    }
+    ++next.replicas_[static_cast<std::size_t>(e)];
+    if (best_rank < next.rank_experts_.size()) {
+      auto& slot = next.rank_experts_[best_rank][best_slot];
+      --next.replicas_[static_cast<std::size_t>(slot)];
+      slot = e;
+      continue;
+    }
+    const auto least = static_cast<std::size_t>(std::min_element(shares.begin(), shares.end()) - shares.begin());
+    next.rank_experts_[least].push_back(e);
+  }
+  for (const auto& held : next.rank_experts_) {
+    next.slots_per_rank_ = std::max(next.slots_per_rank_, static_cast<std::int64_t>(held.size()));
+  }
+  return next;
+}
+
 }  // namespace nvl::engine

@@ -39,9 +39,16 @@ class ExpertPlacement {
   // The experts only `rank` holds: lost with it (the group must reload them or shrink); the others
   // it held have copies elsewhere that take over.
   std::vector<std::int64_t> experts_lost_with(std::int64_t rank) const;
+  // The placement after `rank` leaves the group (ranks above it move down one). Each expert only it
+  // held takes the slot of a redundant copy (the one whose loss leaves the busiest affected rank
+  // lightest); without a copy to give up, the least loaded rank takes an extra slot (the group shrinks
+  // onto fewer ranks: uneven slots, stated by slots_per_rank()).
+  ExpertPlacement without_rank(std::int64_t rank, const ExpertLoad& load) const;
 
  private:
-  std::int64_t slots_per_rank_ = 0;
+  ExpertPlacement() = default;
+
+  std::int64_t slots_per_rank_ = 0;  // the most any rank holds
   std::vector<std::vector<std::int64_t>> rank_experts_;  // rank -> experts held (a copy each)
   std::vector<std::int64_t> replicas_;                    // expert -> copies
 };

@@ -88,11 +88,14 @@ void LayerKernels::mla_attention(const RankBatch& batch, std::vector<KernelDesc>
   // Prefill: dense MLA expands the cached latent to per-head K and V (MHA form); DSA attends sparsely
   // over the latent in absorbed form, as decode does.
   std::int64_t absorbed_tokens = 0;
-  std::int64_t prefill_ctx = 0, prefill_keys = 0, prefill_tokens = 0;
+  std::int64_t prefill_ctx = 0, prefill_keys = 0, prefill_tokens = 0, sparse_read = 0;
   for (const PrefillSpan& p : batch.prefills) {
     prefill_tokens += p.new_tokens;
     prefill_ctx += p.prior_tokens + p.new_tokens;
     prefill_keys += attended_keys(p);
+    // A chunk's queries pick their top-k from the same sequence's keys, which stay on chip across the
+    // queries: HBM reads each key at most once per step, as the dense path and the indexer assume.
+    sparse_read += std::min(attended_keys(p), p.prior_tokens + p.new_tokens);
   }
   if (prefill_tokens > 0 && !dsa) {
     gemm("attn.kv_b", wd, prefill_ctx, m.kv_lora_rank, heads_ * (m.qk_nope_head_dim + m.v_head_dim), out);
@@ -105,7 +108,7 @@ void LayerKernels::mla_attention(const RankBatch& batch, std::vector<KernelDesc>
     absorbed_tokens += prefill_tokens;
     out.push_back(KernelDesc{KernelKind::attn_prefill_sparse, kv_dtype_,
                              2 * u64(prefill_keys) * u64(heads_) * u64(latent + m.kv_lora_rank),
-                             bytes_of(prefill_keys * latent, kv_dtype_) + u64(prefill_tokens * heads_ * latent * kActivationBytes),
+                             bytes_of(sparse_read * latent, kv_dtype_) + u64(prefill_tokens * heads_ * latent * kActivationBytes),
                              "attn.sparse"});
   }
   std::int64_t decode_tokens = 0, decode_keys = 0, decode_kv = 0;

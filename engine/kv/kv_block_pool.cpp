@@ -9,17 +9,47 @@ KvBlockPool::KvBlockPool(std::string name, std::int64_t num_blocks, std::int64_t
   if (num_blocks < 0 || block_tokens < 1) {
     throw std::invalid_argument("KV pool '" + name_ + "': needs a non-negative block count and block size >= 1");
   }
-  blocks_.resize(static_cast<std::size_t>(num_blocks));
-  free_.reserve(blocks_.size());
-  // Hand out low ids first, so runs are easy to read.
-  for (std::int64_t b = num_blocks - 1; b >= 0; --b) free_.push_back(static_cast<BlockId>(b));
+  // Blocks come into being as they are first handed out (low ids first, so runs are easy to read):
+  // a pool sized for a whole tier costs memory only for what a run touches.
+  capacity_ = num_blocks;
+  blocks_.reserve(static_cast<std::size_t>(num_blocks));
 }
 
 KvBlockPool::Block& KvBlockPool::at(BlockId b) {
-  if (b < 0 || static_cast<std::size_t>(b) >= blocks_.size()) {
-    throw std::out_of_range("KV pool '" + name_ + "': no block " + std::to_string(b));
+  if (b < 0 || b >= capacity_) throw std::out_of_range("KV pool '" + name_ + "': no block " + std::to_string(b));
+  if (static_cast<std::size_t>(b) >= blocks_.size()) {
+    throw std::logic_error("KV pool '" + name_ + "': block " + std::to_string(b) + " was never allocated");
   }
   return blocks_[static_cast<std::size_t>(b)];
+}
+
+void KvBlockPool::lru_push_back(BlockId b) {
+  Block& blk = blocks_[static_cast<std::size_t>(b)];
+  blk.lru_prev = lru_tail_;
+  blk.lru_next = kNone;
+  if (lru_tail_ == kNone) {
+    lru_head_ = b;
+  } else {
+    blocks_[static_cast<std::size_t>(lru_tail_)].lru_next = b;
+  }
+  lru_tail_ = b;
+  ++cached_;
+}
+
+void KvBlockPool::lru_unlink(BlockId b) {
+  Block& blk = blocks_[static_cast<std::size_t>(b)];
+  if (blk.lru_prev == kNone) {
+    lru_head_ = blk.lru_next;
+  } else {
+    blocks_[static_cast<std::size_t>(blk.lru_prev)].lru_next = blk.lru_next;
+  }
+  if (blk.lru_next == kNone) {
+    lru_tail_ = blk.lru_prev;
+  } else {
+    blocks_[static_cast<std::size_t>(blk.lru_next)].lru_prev = blk.lru_prev;
+  }
+  blk.lru_prev = blk.lru_next = kNone;
+  --cached_;
 }
 
 std::int64_t KvBlockPool::match_length(std::span<const BlockHash> hashes) const {
@@ -37,7 +67,7 @@ std::vector<BlockId> KvBlockPool::acquire_prefix(std::span<const BlockHash> hash
     const auto it = by_hash_.find(h);
     if (it == by_hash_.end()) break;
     Block& blk = at(it->second);
-    if (blk.refs == 0) lru_.erase(blk.lru_pos);
+    if (blk.refs == 0) lru_unlink(it->second);
     ++blk.refs;
     out.push_back(it->second);
   }
@@ -45,8 +75,8 @@ std::vector<BlockId> KvBlockPool::acquire_prefix(std::span<const BlockHash> hash
 }
 
 void KvBlockPool::evict_one() {
-  const BlockId b = lru_.front();
-  lru_.pop_front();
+  const BlockId b = lru_head_;
+  lru_unlink(b);
   Block& blk = at(b);
   by_hash_.erase(blk.hash);
   blk.published = false;
@@ -63,8 +93,14 @@ std::optional<std::vector<BlockId>> KvBlockPool::allocate(std::int64_t n) {
   std::vector<BlockId> out;
   out.reserve(static_cast<std::size_t>(n));
   for (std::int64_t i = 0; i < n; ++i) {
-    const BlockId b = free_.back();
-    free_.pop_back();
+    BlockId b;
+    if (free_.empty()) {
+      b = static_cast<BlockId>(blocks_.size());
+      blocks_.emplace_back();
+    } else {
+      b = free_.back();
+      free_.pop_back();
+    }
     at(b).refs = 1;
     out.push_back(b);
   }
@@ -88,8 +124,7 @@ void KvBlockPool::release(std::span<const BlockId> blocks) {
     if (blk.refs <= 0) throw std::logic_error("KV pool '" + name_ + "': release of free block " + std::to_string(b));
     if (--blk.refs > 0) continue;
     if (blk.published) {
-      lru_.push_back(b);
-      blk.lru_pos = std::prev(lru_.end());
+      lru_push_back(b);
     } else {
       free_.push_back(b);
     }
@@ -97,10 +132,16 @@ void KvBlockPool::release(std::span<const BlockId> blocks) {
 }
 
 void KvBlockPool::clear_cached() {
-  while (!lru_.empty()) evict_one();
+  while (lru_head_ != kNone) evict_one();
+}
+
+std::int32_t KvBlockPool::ref_count(BlockId b) const {
+  if (b >= 0 && b < capacity_ && static_cast<std::size_t>(b) >= blocks_.size()) return 0;  // never used
+  return blocks_.at(static_cast<std::size_t>(b)).refs;
 }
 
 std::optional<BlockHash> KvBlockPool::hash_of(BlockId b) const {
+  if (b >= 0 && b < capacity_ && static_cast<std::size_t>(b) >= blocks_.size()) return std::nullopt;  // never used
   const Block& blk = blocks_.at(static_cast<std::size_t>(b));
   if (!blk.published) return std::nullopt;
   return blk.hash;
@@ -114,11 +155,15 @@ void KvBlockPool::check_invariants() const {
     if (blk.refs != 0 || blk.published) fail("free block " + std::to_string(b) + " is referenced or published");
     ++seen[static_cast<std::size_t>(b)];
   }
-  for (BlockId b : lru_) {
+  std::int64_t cached = 0;
+  for (BlockId b = lru_head_, prev = kNone; b != kNone; prev = b, b = blocks_[static_cast<std::size_t>(b)].lru_next) {
     const Block& blk = blocks_[static_cast<std::size_t>(b)];
     if (blk.refs != 0 || !blk.published) fail("cached block " + std::to_string(b) + " is referenced or unpublished");
-    ++seen[static_cast<std::size_t>(b)];
+    if (blk.lru_prev != prev) fail("cached block " + std::to_string(b) + " is linked out of order");
+    if (++seen[static_cast<std::size_t>(b)] > 1) fail("cached block " + std::to_string(b) + " is in the LRU twice");
+    ++cached;
   }
+  if (cached != cached_) fail("the LRU holds " + std::to_string(cached) + " blocks, its count says " + std::to_string(cached_));
   std::size_t published = 0;
   for (std::size_t b = 0; b < blocks_.size(); ++b) {
     const Block& blk = blocks_[b];

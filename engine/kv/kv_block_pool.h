@@ -6,7 +6,6 @@
 // One pool per memory tier and rank (GPU HBM, Grace); moving blocks between tiers is the caller's job.
 #include <cstdint>
 #include <functional>
-#include <list>
 #include <optional>
 #include <span>
 #include <string>
@@ -28,9 +27,11 @@ class KvBlockPool {
 
   const std::string& name() const { return name_; }
   std::int64_t block_tokens() const { return block_tokens_; }
-  std::int64_t capacity() const { return static_cast<std::int64_t>(blocks_.size()); }
-  std::int64_t free_blocks() const { return static_cast<std::int64_t>(free_.size()); }
-  std::int64_t cached_blocks() const { return static_cast<std::int64_t>(lru_.size()); }
+  std::int64_t capacity() const { return capacity_; }
+  std::int64_t free_blocks() const {
+    return static_cast<std::int64_t>(free_.size()) + capacity_ - static_cast<std::int64_t>(blocks_.size());
+  }
+  std::int64_t cached_blocks() const { return cached_; }
   std::int64_t used_blocks() const { return capacity() - free_blocks() - cached_blocks(); }
   // Blocks an allocation could get now: free plus evictable.
   std::int64_t available_blocks() const { return free_blocks() + cached_blocks(); }
@@ -52,26 +53,35 @@ class KvBlockPool {
   void clear_cached();
 
   void on_evict(EvictListener l) { on_evict_ = std::move(l); }
-  std::int32_t ref_count(BlockId b) const { return blocks_.at(static_cast<std::size_t>(b)).refs; }
+  std::int32_t ref_count(BlockId b) const;
   std::optional<BlockHash> hash_of(BlockId b) const;
   // Checks that every block is in exactly one state and the indexes agree; throws std::logic_error.
   void check_invariants() const;
 
  private:
+  static constexpr BlockId kNone = -1;
+  // The LRU of cached blocks is threaded through the blocks themselves (prev/next ids): a pool holds
+  // millions of blocks over a run, and a list node per cached block would double their memory.
   struct Block {
-    std::int32_t refs = 0;
-    bool published = false;
     BlockHash hash = 0;
-    std::list<BlockId>::iterator lru_pos;  // valid while cached
+    std::int32_t refs = 0;
+    BlockId lru_prev = kNone;  // valid while cached
+    BlockId lru_next = kNone;
+    bool published = false;
   };
   Block& at(BlockId b);
   void evict_one();
+  void lru_push_back(BlockId b);
+  void lru_unlink(BlockId b);
 
   std::string name_;
   std::int64_t block_tokens_;
-  std::vector<Block> blocks_;
-  std::vector<BlockId> free_;                           // stack of free blocks
-  std::list<BlockId> lru_;                              // cached blocks, least recently used first
+  std::int64_t capacity_ = 0;
+  std::vector<Block> blocks_;                           // the blocks handed out so far; ids beyond are free
+  std::vector<BlockId> free_;                           // stack of released blocks, reused first
+  BlockId lru_head_ = kNone;                            // cached blocks, least recently used first
+  BlockId lru_tail_ = kNone;
+  std::int64_t cached_ = 0;
   std::unordered_map<BlockHash, BlockId> by_hash_;      // published blocks (lookup only, never iterated)
   EvictListener on_evict_;
 };

@@ -91,6 +91,9 @@ std::optional<AdmitPlan> KvCacheManager::admit(RequestId id, std::span<const Blo
   plan.gpu_hit_tokens = m.gpu_blocks * cfg_.block_tokens;
   plan.grace_hit_tokens = m.grace_blocks * cfg_.block_tokens;
   plan.compute_tokens = prompt_tokens - plan.gpu_hit_tokens - plan.grace_hit_tokens;
+  hits_.admitted_tokens += prompt_tokens;
+  hits_.gpu_hit_tokens += plan.gpu_hit_tokens;
+  hits_.grace_hit_tokens += plan.grace_hit_tokens;
   return plan;
 }
 
@@ -144,6 +147,7 @@ std::int64_t KvCacheManager::import(std::span<const BlockHash> hashes) {
     if (gpu_.publish((*blocks)[static_cast<std::size_t>(i)], h)) emit(KvEvent::Kind::stored, KvTier::gpu, h);
   }
   gpu_.release(*blocks);
+  hits_.imported_tokens += n * cfg_.block_tokens;
   return n;
 }
 
@@ -156,6 +160,26 @@ std::vector<KvCopy> KvCacheManager::take_copies() {
 void KvCacheManager::clear_cached() {
   gpu_.clear_cached();
   grace_.clear_cached();
+}
+
+std::int64_t KvCacheManager::drop_gpu_cached() {
+  const std::int64_t n = gpu_.cached_blocks();
+  gpu_.clear_cached();
+  return n;
+}
+
+std::int64_t KvCacheManager::drop_grace_cached() {
+  const std::int64_t n = grace_.cached_blocks();
+  grace_.clear_cached();
+  return n;
+}
+
+void KvCacheManager::republish() {
+  for (const auto& [pool, tier] : {std::pair{&gpu_, KvTier::gpu}, std::pair{&grace_, KvTier::grace}}) {
+    for (BlockId b = 0; b < static_cast<BlockId>(pool->capacity()); ++b) {
+      if (const auto h = pool->hash_of(b)) emit(KvEvent::Kind::stored, tier, *h);
+    }
+  }
 }
 
 void KvCacheManager::check_invariants() const {

@@ -44,6 +44,14 @@ struct AdmitPlan {
   std::int64_t compute_tokens = 0;    // prompt tokens left to prefill
 };
 
+// Prompt tokens this cache was asked to admit, and where the admitted prefix already was (reports).
+struct KvHitCounts {
+  std::int64_t admitted_tokens = 0;
+  std::int64_t gpu_hit_tokens = 0;    // includes prefixes imported from a peer before the admit
+  std::int64_t grace_hit_tokens = 0;
+  std::int64_t imported_tokens = 0;   // fetched from a peer (GPU or Grace) by import()
+};
+
 // A copy the worker must run: blocks between the GPU and Grace.
 struct KvCopy {
   enum class Direction : std::uint8_t { grace_to_gpu, gpu_to_grace };
@@ -80,10 +88,18 @@ class KvCacheManager {
   // Blocks still free for new work (free plus evictable) on the GPU.
   std::int64_t gpu_available_blocks() const { return gpu_.available_blocks(); }
   std::int64_t blocks_for(std::int64_t tokens) const { return (tokens + cfg_.block_tokens - 1) / cfg_.block_tokens; }
+  const KvHitCounts& hit_counts() const { return hits_; }
   const KvBlockPool& gpu() const { return gpu_; }
   const KvBlockPool& grace() const { return grace_; }
   // Drops every cached block in both tiers (used at drain, and by faults that lose memory).
   void clear_cached();
+  // Faults: the GPU tier's cached blocks are gone (GPU lost or reset), or the Grace tier's (a Grace
+  // memory error). Each block leaves with a removed event. Returns the blocks dropped.
+  std::int64_t drop_gpu_cached();
+  std::int64_t drop_grace_cached();
+  // Emits a stored event for every cached block of both tiers, in block order: a restarted router
+  // rebuilds its index from them.
+  void republish();
   // Both pools' invariants, and that every request's blocks are referenced.
   void check_invariants() const;
 
@@ -104,6 +120,7 @@ class KvCacheManager {
   std::unordered_map<RequestId, Held> requests_;  // looked up; iterated only to check invariants
   std::vector<KvCopy> copies_;
   std::vector<std::function<void(const KvEvent&)>> listeners_;
+  KvHitCounts hits_;
 };
 
 }  // namespace nvl::engine

@@ -23,13 +23,14 @@ FetchDecision plan_fetch(std::span<const RankMatch> matches, std::int32_t rank, 
     consider(matches[r].grace_blocks, PrefixSource::peer_grace, r);
   }
   d.blocks = best - mine;
-  if (d.blocks <= 0 || costs.recompute_tokens_per_s <= 0) return FetchDecision{};
+  const bool pooled = costs.gpu_pool && d.source == PrefixSource::peer_gpu;
+  if (d.blocks <= 0 || (costs.recompute_tokens_per_s <= 0 && !pooled)) return FetchDecision{};
   const double tokens = static_cast<double>(d.blocks * block_tokens);
   const double bytes = tokens * static_cast<double>(kv_bytes_per_token);
   const double rate = d.source == PrefixSource::peer_gpu ? costs.nvlink_bytes_per_s : costs.rdma_bytes_per_s;
   d.fetch_time = costs.fetch_overhead + rt::from_seconds(bytes / rate);
-  d.recompute_time = rt::from_seconds(tokens / costs.recompute_tokens_per_s);
-  if (d.fetch_time >= d.recompute_time) d.source = PrefixSource::none;
+  if (costs.recompute_tokens_per_s > 0) d.recompute_time = rt::from_seconds(tokens / costs.recompute_tokens_per_s);
+  if (!pooled && d.fetch_time >= d.recompute_time) d.source = PrefixSource::none;
   return d;
 }
 

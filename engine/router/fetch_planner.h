@@ -16,7 +16,9 @@ struct FetchCosts {
   double nvlink_bytes_per_s = 900e9 * 0.8;  // NVLink 5, 900 GB/s a direction, at the 80% planning figure
   double rdma_bytes_per_s = 100e9 * 0.9;    // one CX8 (800 Gb/s) at PegaFlow's ~361/400 achieved share
   rt::Duration fetch_overhead = rt::us(30); // posting, completion and bookkeeping of one fetch
-  double recompute_tokens_per_s = 0;        // the rank's prefill rate; 0: never fetch
+  double recompute_tokens_per_s = 0;        // the rank's prefill rate; 0: never fetch (but see gpu_pool)
+  // The GPUs' KV is one pool over NVLink: a prefix on any peer GPU is read, never recomputed.
+  bool gpu_pool = false;
 };
 
 enum class PrefixSource : std::uint8_t { none, peer_gpu, peer_grace };

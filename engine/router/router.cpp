@@ -6,7 +6,7 @@
 namespace nvl::engine {
 
 Router::Router(std::int32_t ranks, RouterConfig cfg)
-    : cfg_(std::move(cfg)), index_(ranks), policy_(make_routing_policy(cfg_.policy, cfg_.cache_aware)) {
+    : cfg_(std::move(cfg)), index_(ranks), policy_(make_routing_policy(cfg_.policy, cfg_.cache_aware, cfg_.weights)) {
   if (cfg_.prefill_threshold_tokens < 0) {
     throw std::invalid_argument("router: prefill threshold must not be negative, got " +
                                 std::to_string(cfg_.prefill_threshold_tokens));

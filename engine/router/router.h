@@ -18,6 +18,7 @@ struct RouterConfig {
   std::int64_t block_tokens = 64;                 // the KV cache's block size: hashes are per block
   std::string policy = "cache_aware";
   CacheAwareOptions cache_aware;
+  LoadWeights weights;
   bool prefill_worker = true;                     // false: every prompt is prefilled on its DP rank
 };
 

@@ -18,19 +18,25 @@ std::int32_t RoundRobinPolicy::choose(const RouteInput& in) {
   return -1;
 }
 
+double LoadWeights::score(const RankLoad& l) const {
+  return requests * static_cast<double>(l.requests()) +
+         tokens_in_flight_per_1k * static_cast<double>(l.tokens_in_flight) / 1e3 -
+         free_kv_per_1k_blocks * static_cast<double>(l.free_kv_blocks) / 1e3;
+}
+
 std::int32_t LeastLoadPolicy::choose(const RouteInput& in) {
   std::int32_t best = -1;
+  double best_score = 0;
   for (std::size_t r = 0; r < in.loads.size(); ++r) {
     const RankLoad& l = in.loads[r];
     if (!l.healthy) continue;
-    if (best < 0) {
-      best = static_cast<std::int32_t>(r);
-      continue;
+    const double score = weights_.score(l);
+    if (best >= 0) {
+      const RankLoad& b = in.loads[static_cast<std::size_t>(best)];
+      if (score > best_score || (score == best_score && l.tokens_in_flight >= b.tokens_in_flight)) continue;
     }
-    const RankLoad& b = in.loads[static_cast<std::size_t>(best)];
-    if (l.requests() < b.requests() || (l.requests() == b.requests() && l.tokens_in_flight < b.tokens_in_flight)) {
-      best = static_cast<std::int32_t>(r);
-    }
+    best = static_cast<std::int32_t>(r);
+    best_score = score;
   }
   return best;
 }
@@ -67,11 +73,19 @@ std::int32_t CacheAwarePolicy::choose(const RouteInput& in) {
   return hit >= opts_.cache_threshold ? best : least_.choose(in);
 }
 
-std::unique_ptr<RoutingPolicy> make_routing_policy(std::string_view name, CacheAwareOptions opts) {
+std::unique_ptr<RoutingPolicy> make_routing_policy(std::string_view name, CacheAwareOptions opts, LoadWeights weights) {
+  if (weights.requests < 0 || weights.tokens_in_flight_per_1k < 0 || weights.free_kv_per_1k_blocks < 0) {
+    throw std::invalid_argument("routing policy: load weights must not be negative");
+  }
+  if (!(opts.cache_threshold >= 0 && opts.cache_threshold <= 1) || opts.balance_abs_threshold < 0 ||
+      !(opts.balance_rel_threshold >= 1)) {
+    throw std::invalid_argument(
+        "routing policy: cache_threshold must be in [0, 1], balance_abs_threshold >= 0 and balance_rel_threshold >= 1");
+  }
   if (name == "round_robin") return std::make_unique<RoundRobinPolicy>();
-  if (name == "least_load") return std::make_unique<LeastLoadPolicy>();
-  if (name == "cache_aware") return std::make_unique<CacheAwarePolicy>(opts);
-  if (name == "pooled") return std::make_unique<LeastLoadPolicy>("pooled");
+  if (name == "least_load") return std::make_unique<LeastLoadPolicy>(weights);
+  if (name == "cache_aware") return std::make_unique<CacheAwarePolicy>(opts, weights);
+  if (name == "pooled") return std::make_unique<LeastLoadPolicy>(weights, "pooled");
   throw std::invalid_argument("unknown routing policy '" + std::string(name) +
                               "': expected round_robin, least_load, cache_aware or pooled");
 }

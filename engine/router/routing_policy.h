@@ -27,6 +27,16 @@ struct RouteInput {
   std::int64_t prompt_blocks = 0;
 };
 
+// How a rank's decode load is scored (lower is lighter); ties go to fewer tokens in flight, then the
+// lower rank. The defaults count requests alone, as SGLang's least-load does.
+struct LoadWeights {
+  double requests = 1.0;                 // per running or waiting request
+  double tokens_in_flight_per_1k = 0.0;  // per 1,000 tokens held in KV by its running requests
+  double free_kv_per_1k_blocks = 0.0;    // subtracted per 1,000 free KV blocks (room to grow)
+
+  double score(const RankLoad& l) const;
+};
+
 // SGLang router defaults (sgl-router --cache-threshold, --balance-abs-threshold, --balance-rel-threshold).
 struct CacheAwareOptions {
   double cache_threshold = 0.5;      // follow the cache only when a rank holds at least this share of the prompt
@@ -54,17 +64,19 @@ class RoundRobinPolicy final : public RoutingPolicy {
 
 class LeastLoadPolicy final : public RoutingPolicy {
  public:
-  explicit LeastLoadPolicy(std::string_view name = "least_load") : name_(name) {}
+  explicit LeastLoadPolicy(LoadWeights weights = {}, std::string_view name = "least_load")
+      : weights_(weights), name_(name) {}
   std::string_view name() const override { return name_; }
   std::int32_t choose(const RouteInput& in) override;
 
  private:
+  LoadWeights weights_;
   std::string_view name_;
 };
 
 class CacheAwarePolicy final : public RoutingPolicy {
  public:
-  explicit CacheAwarePolicy(CacheAwareOptions opts = {}) : opts_(opts) {}
+  explicit CacheAwarePolicy(CacheAwareOptions opts = {}, LoadWeights weights = {}) : opts_(opts), least_(weights) {}
   std::string_view name() const override { return "cache_aware"; }
   bool uses_prefix_index() const override { return true; }
   std::int32_t choose(const RouteInput& in) override;
@@ -74,7 +86,10 @@ class CacheAwarePolicy final : public RoutingPolicy {
   LeastLoadPolicy least_;
 };
 
-// "round_robin", "least_load", "cache_aware" or "pooled"; anything else throws std::invalid_argument.
-std::unique_ptr<RoutingPolicy> make_routing_policy(std::string_view name, CacheAwareOptions opts = {});
+// "round_robin", "least_load", "cache_aware" or "pooled" (least load under another name: with one KV
+// pool there is no cache to follow); anything else, or negative weights or thresholds, throws
+// std::invalid_argument.
+std::unique_ptr<RoutingPolicy> make_routing_policy(std::string_view name, CacheAwareOptions opts = {},
+                                                   LoadWeights weights = {});
 
 }  // namespace nvl::engine

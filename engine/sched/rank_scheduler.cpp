@@ -149,7 +149,10 @@ StepPlan RankScheduler::plan_step() {
     if (r->phase != RequestState::Phase::decode) continue;  // prefilling, or preempted meanwhile
     if (budget < per_decode) break;
     bool preempted_self = false;
-    while (!kv_.extend(r->id, r->computed_tokens + per_decode)) {
+    // The request holds blocks for every computed token, so the step needs more KV only when its
+    // tokens cross into a new block (once in block_tokens steps): the rest skip the cache's lookup.
+    const bool grows = kv_.blocks_for(r->computed_tokens + per_decode) > kv_.blocks_for(r->computed_tokens);
+    while (grows && !kv_.extend(r->id, r->computed_tokens + per_decode)) {
       RequestState* victim = running_.back();
       plan.preempted.push_back(victim->id);
       preempt(*victim);
@@ -197,6 +200,7 @@ StepPlan RankScheduler::plan_step() {
 std::vector<StepOutcome> RankScheduler::complete_step(const StepPlan& plan,
                                                       const std::function<std::int64_t(RequestId)>& accepted_drafts) {
   std::vector<StepOutcome> out;
+  out.reserve(plan.items.size());
   bool any_finished = false;
   for (const StepItem& item : plan.items) {
     RequestState& r = *item.state;
@@ -240,6 +244,41 @@ std::vector<StepOutcome> RankScheduler::complete_step(const StepPlan& plan,
       if (o.finished) requests_.erase(o.id);
     }
   }
+  return out;
+}
+
+void RankScheduler::abort_step(const StepPlan& plan) {
+  for (const StepItem& item : plan.items) {
+    RequestState& r = *item.state;
+    r.in_step = false;
+    if (r.cancelled) cancel(r.id);
+  }
+}
+
+std::vector<RequestState> RankScheduler::take_all() {
+  std::vector<RequestId> ids;
+  ids.reserve(requests_.size());
+  for (const auto& [id, r] : requests_) {
+    if (r.phase != RequestState::Phase::finished) ids.push_back(id);
+  }
+  std::sort(ids.begin(), ids.end());
+  std::vector<RequestState> out;
+  out.reserve(ids.size());
+  for (RequestId id : ids) {
+    RequestState r = std::move(requests_.at(id));
+    if (kv_.holds(id)) kv_.release(id);
+    r.phase = RequestState::Phase::waiting;
+    r.computed_tokens = 0;
+    r.cached_tokens = 0;
+    r.in_step = false;
+    if (!r.cancelled) out.push_back(std::move(r));
+  }
+  for (RequestId id : held_) kv_.release(id);
+  held_.clear();
+  requests_.clear();
+  waiting_.clear();
+  running_.clear();
+  receiving_ = 0;
   return out;
 }
 

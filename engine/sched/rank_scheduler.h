@@ -57,6 +57,12 @@ class RankScheduler {
   std::vector<StepOutcome> complete_step(const StepPlan& plan,
                                          const std::function<std::int64_t(RequestId)>& accepted_drafts);
 
+  // The step failed on the device: none of it happened, and its requests are planned again.
+  void abort_step(const StepPlan& plan);
+  // The rank is gone (GPU lost, reset or process crashed): every request leaves it, its KV freed, as it
+  // stands (the tokens delivered so far), to go on elsewhere. In id order.
+  std::vector<RequestState> take_all();
+
   // Frees the KV of a finished request that asked to keep it (hold_kv_after_finish). False when none is held.
   bool release_held(RequestId id);
   std::size_t held() const { return held_.size(); }

@@ -2,21 +2,52 @@
 
 #include <algorithm>
 #include <cmath>
+#include <span>
 #include <stdexcept>
 
 #include "engine/model/kv_footprint.h"
-#include "engine/proto/control.pb.h"
+#include "engine/system/control_codec.h"
 
 namespace nvl::engine {
 
 namespace {
 constexpr std::uint32_t kRouterPort = 7000;
-constexpr std::uint32_t kRankPortBase = 7100;
+constexpr std::uint32_t kPrefillPort = 7001;
+constexpr std::uint32_t kFrontendPort = 7002;
+constexpr std::uint32_t kRankPortBase = 10000;  // + the rank's GPU id
 
 RouterConfig router_config(RouterConfig cfg, const PdDeployment& d) {
   cfg.block_tokens = d.normal.block_tokens;
   cfg.prefill_worker = cfg.prefill_worker && !d.prefill_gpus.empty();
   return cfg;
+}
+
+std::int32_t ranks_of(const PdDeployment& d) {
+  if (d.normal_gpus.empty()) throw std::invalid_argument("P/D system: needs at least one normal GPU");
+  return static_cast<std::int32_t>(d.normal_gpus.size());
+}
+
+bool same_load(const proto::LoadReport& a, const proto::LoadReport& b) {
+  return a.running() == b.running() && a.waiting() == b.waiting() && a.tokens_in_flight() == b.tokens_in_flight() &&
+         a.free_kv_blocks() == b.free_kv_blocks() && a.healthy() == b.healthy();
+}
+
+// The message's kind as control.proto names it, for logs and errors.
+std::string kind_of(const proto::ControlMessage& m) {
+  const auto* field = proto::ControlMessage::descriptor()->FindFieldByNumber(m.body_case());
+  return field != nullptr ? field->name() : "empty";
+}
+
+std::uint64_t request_of(const proto::ControlMessage& m) {
+  switch (m.body_case()) {
+    case proto::ControlMessage::kSubmit: return m.submit().spec().request_id();
+    case proto::ControlMessage::kSchedule: return m.schedule().spec().request_id();
+    case proto::ControlMessage::kTransferDone: return m.transfer_done().request_id();
+    case proto::ControlMessage::kTransferReady: return m.transfer_ready().request_id();
+    case proto::ControlMessage::kCancel: return m.cancel().request_id();
+    case proto::ControlMessage::kTokens: return m.tokens().request_id();
+    default: return 0;
+  }
 }
 }  // namespace
 
@@ -26,121 +57,254 @@ PdSystem::PdSystem(rt::Runtime& rt, const ModelProfile& model, hal::Collectives&
       cfg_(d.system),
       on_tokens_(std::move(on_tokens)),
       on_done_(std::move(on_done)),
-      router_(static_cast<std::int32_t>(d.normal_gpus.size()), router_config(d.system.router, d)),
+      router_(ranks_of(d), router_config(d.system.router, d)),
+      view_(ranks_of(d)),
+      control_(rt, network, [this](const proto::ControlMessage& m, const std::string& why) { on_lost(m, why); }),
       rdma_(rdma),
       normal_gpus_(d.normal_gpus),
-      kv_bytes_per_token_(kv_bytes_per_token(model, d.normal.kv_dtype).total()),
-      network_(network) {
-  cfg_.fetch.recompute_tokens_per_s = d.normal_gpus.empty()
-                                          ? 0
-                                          : d.normal_gpus.front()->info().peak(hal::DType::fp8) *
-                                                cfg_.prefill_efficiency / (2.0 * static_cast<double>(model.active_params()));
+      kv_bytes_per_token_(kv_bytes_per_token(model, d.normal.kv_dtype).total()) {
+  if (cfg_.load_report_interval <= rt::Duration()) {
+    throw std::invalid_argument("P/D system: the load report interval must be positive");
+  }
+  cfg_.fetch.gpu_pool = cfg_.kv_pool;
+  cfg_.fetch.recompute_tokens_per_s = d.normal_gpus.front()->info().peak(hal::DType::fp8) * cfg_.prefill_efficiency /
+                                      (2.0 * static_cast<double>(model.active_params()));
   normal_ = std::make_unique<NormalWorkerGroup>(
       rt, model, d.normal_gpus, collectives, d.normal,
       [this](std::int32_t rank, const StepOutcome& o) { on_normal_tokens(rank, o); },
-      [this](std::int32_t, RequestId id, const std::string& why) { on_reject(id, why); });
-  if (network_ != nullptr) {
-    // The router sits on the first normal GPU's host; each rank speaks from its own GPU's host.
-    router_address_ = hal::Address{d.normal_gpus.front()->info().host, kRouterPort};
-    for (hal::Device* g : d.normal_gpus) {
-      rank_addresses_.push_back(hal::Address{g->info().host, kRankPortBase + static_cast<std::uint32_t>(g->id())});
-    }
-    outbox_.resize(d.normal_gpus.size());
-    network_->listen(router_address_, [this](hal::Address, std::string payload) {
-      proto::KvEventMsg msg;
-      if (!msg.ParseFromString(payload)) return;
-      for (const std::uint64_t h : msg.hashes()) {
-        router_.on_kv_event(KvEvent{msg.kind() == proto::KvEventMsg::KIND_STORED ? KvEvent::Kind::stored : KvEvent::Kind::removed,
-                                    msg.tier() == proto::KvEventMsg::TIER_GPU ? KvTier::gpu : KvTier::grace, msg.rank(), h});
-      }
+      [this](std::int32_t rank, RequestId id, const std::string& why) { end_request(rank_address(rank), id, why); });
+
+  // The router and the frontend sit on the first normal GPU's host; each rank speaks from its GPU's host.
+  const hal::HostId router_host = d.normal_gpus.front()->info().host;
+  router_address_ = hal::Address{router_host, kRouterPort};
+  frontend_address_ = hal::Address{router_host, kFrontendPort};
+  control_.listen(router_address_, [this](const proto::ControlMessage& m) { on_router(m); });
+  control_.listen(frontend_address_, [this](const proto::ControlMessage& m) { on_frontend(m); });
+  for (std::int32_t r = 0; r < normal_->ranks(); ++r) {
+    const hal::Device* g = d.normal_gpus[static_cast<std::size_t>(r)];
+    rank_addresses_.push_back(hal::Address{g->info().host, kRankPortBase + static_cast<std::uint32_t>(g->id())});
+    control_.listen(rank_addresses_.back(), [this, r](const proto::ControlMessage& m) { on_rank(r, m); });
+    normal_->kv(r).subscribe([this, r](const KvEvent& e) {
+      proto::ControlMessage m;
+      *m.mutable_kv_event() = to_message(e);
+      control_.send(rank_address(r), router_address_, std::move(m));
     });
   }
-  for (std::int32_t r = 0; r < normal_->ranks(); ++r) {
-    normal_->kv(r).subscribe([this](const KvEvent& e) { publish(e); });
-  }
+  last_reported_.resize(rank_addresses_.size());
+
   if (!d.prefill_gpus.empty()) {
     if (rdma == nullptr) throw std::invalid_argument("a prefill worker needs RDMA to move its KV to the DP ranks");
     std::vector<hal::DeviceId> sources;
     for (hal::Device* g : d.prefill_gpus) sources.push_back(g->id());
     d.prefill.hold_kv_for_transfer = true;  // its KV is read by the transfer after the first token
     prefill_ = std::make_unique<PrefillWorker>(
-        rt, model, d.prefill_gpus, collectives, d.prefill, [this](const StepOutcome& o) { on_prefill_done(o); },
+        rt, model, d.prefill_gpus, collectives, d.prefill,
+        [this](const StepOutcome& o) {
+          const auto it = timings_.find(o.id);
+          if (it != timings_.end()) it->second.prefill_done = rt_.now();
+        },
         [this](RequestId id, std::int64_t done, std::int64_t total, std::uint64_t bytes) {
           on_kv_ready(id, done, total, bytes);
         },
-        [this](RequestId id, const std::string& why) { on_reject(id, why); });
+        [this](RequestId id, const std::string& why) {
+          // The prefill worker cannot hold it: the decode rank, whose KV room is taken, prefills it.
+          const auto it = moving_.find(id);
+          if (it == moving_.end()) return;
+          const std::int32_t rank = it->second.rank;
+          moving_.erase(it);
+          proto::ControlMessage m;
+          proto::KvTransferDone& done = *m.mutable_transfer_done();
+          done.set_request_id(id);
+          done.set_to_rank(rank);
+          done.set_ok(false);
+          done.set_error(why);
+          control_.send(prefill_address_, rank_address(rank), std::move(m));
+        });
     prefill_gpu_ = sources.front();
+    prefill_address_ = hal::Address{d.prefill_gpus.front()->info().host, kPrefillPort};
+    control_.listen(prefill_address_, [this](const proto::ControlMessage& m) { on_prefill(m); });
     transfer_.emplace(*rdma, std::move(sources), cfg_.transfer);
     prefill_->start();
   }
+  start_recovery();
   normal_->start();
+  reporting_ = true;
+  rt_.call_after(rt::Duration(), [this] { publish_loads(); });  // the router's first view
 }
 
-void PdSystem::publish(const KvEvent& e) {
-  if (network_ == nullptr) {
-    router_.on_kv_event(e);
-    return;
+// ---- endpoints ------------------------------------------------------------------------------------
+
+void PdSystem::on_router(const proto::ControlMessage& m) {
+  switch (m.body_case()) {
+    case proto::ControlMessage::kSubmit:
+      route(from_spec(m.submit().spec()));
+      return;
+    case proto::ControlMessage::kKvEvent:
+      for (const KvEvent& e : from_message(m.kv_event())) router_.on_kv_event(e);
+      return;
+    case proto::ControlMessage::kLoad:
+      view_.report(m.load().rank(), from_report(m.load()), rt::Time::zero() + rt::ns(m.load().at_ns()));
+      return;
+    case proto::ControlMessage::kCancel:
+      router_cancel(m.cancel());
+      return;
+    case proto::ControlMessage::kHealthStatus: {
+      const auto it = health_waiting_.find(m.health_status().rank());
+      if (it == health_waiting_.end()) return;
+      const std::vector<HealthDone> waiting = std::move(it->second);
+      health_waiting_.erase(it);
+      for (const HealthDone& done : waiting) done(m.health_status().healthy(), m.health_status().detail());
+      return;
+    }
+    default:
+      throw std::logic_error("router: unexpected control message " + kind_of(m));
   }
-  auto& box = outbox_.at(static_cast<std::size_t>(e.rank));
-  if (box.empty()) rt_.call_after(rt::Duration(), [this, rank = e.rank] { flush_events(rank); });
-  box.push_back(e);
 }
 
-void PdSystem::flush_events(std::int32_t rank) {
-  auto& box = outbox_.at(static_cast<std::size_t>(rank));
-  // One message per run of events of the same kind and tier, in order.
-  std::size_t i = 0;
-  while (i < box.size()) {
-    proto::KvEventMsg msg;
-    msg.set_kind(box[i].kind == KvEvent::Kind::stored ? proto::KvEventMsg::KIND_STORED : proto::KvEventMsg::KIND_REMOVED);
-    msg.set_tier(box[i].tier == KvTier::gpu ? proto::KvEventMsg::TIER_GPU : proto::KvEventMsg::TIER_GRACE);
-    msg.set_rank(rank);
-    std::size_t j = i;
-    while (j < box.size() && box[j].kind == box[i].kind && box[j].tier == box[i].tier) msg.add_hashes(box[j++].hash);
-    network_->send(rank_addresses_.at(static_cast<std::size_t>(rank)), router_address_, msg.SerializeAsString(),
-                   [this, rank](const hal::HalError* error) {
-                     // A lost event leaves the index stale, which routing tolerates; the log says so.
-                     if (error != nullptr) {
-                       rt_.record("router", "kv_event_lost", {{"rank", rank}, {"error", error->what()}},
-                                  rt::Severity::warning);
-                     }
-                   });
-    i = j;
+void PdSystem::on_rank(std::int32_t rank, const proto::ControlMessage& m) {
+  arm_load_reports();
+  switch (m.body_case()) {
+    case proto::ControlMessage::kSchedule:
+      rank_schedule(rank, m.schedule());
+      return;
+    case proto::ControlMessage::kCancel:
+      rank_cancel(rank, m.cancel());
+      return;
+    case proto::ControlMessage::kTransferReady: {
+      const auto it = timings_.find(m.transfer_ready().request_id());
+      if (it != timings_.end()) it->second.transfer_bytes += m.transfer_ready().bytes();
+      return;
+    }
+    case proto::ControlMessage::kTransferDone:
+      rank_transfer_done(rank, m.transfer_done());
+      return;
+    case proto::ControlMessage::kHealthCheck: {
+      proto::ControlMessage reply;
+      proto::HealthStatus& s = *reply.mutable_health_status();
+      s.set_rank(rank);
+      s.set_healthy(normal_->load(rank).healthy);
+      control_.send(rank_address(rank), router_address_, std::move(reply));
+      return;
+    }
+    default:
+      throw std::logic_error("DP rank: unexpected control message " + kind_of(m));
   }
-  box.clear();
 }
 
-void PdSystem::submit(RequestState request) {
-  RequestTiming& t = timings_[request.id];
-  t.id = request.id;
-  t.prompt_tokens = request.prompt_tokens;
-  t.arrival = rt_.now();
-  route(std::move(request));
+void PdSystem::on_prefill(const proto::ControlMessage& m) {
+  switch (m.body_case()) {
+    case proto::ControlMessage::kSchedule:
+      prefill_schedule(m.schedule());
+      return;
+    case proto::ControlMessage::kCancel: {
+      const RequestId id = m.cancel().request_id();
+      moving_.erase(id);  // pushes still in flight land unheeded
+      prefill_->release_kv(id);
+      prefill_->cancel(id);
+      return;
+    }
+    default:
+      throw std::logic_error("prefill worker: unexpected control message " + kind_of(m));
+  }
 }
+
+void PdSystem::on_frontend(const proto::ControlMessage& m) {
+  if (!m.has_tokens()) throw std::logic_error("frontend: unexpected control message " + kind_of(m));
+  on_chunk(m.tokens());
+}
+
+void PdSystem::on_lost(const proto::ControlMessage& m, const std::string& why) {
+  switch (m.body_case()) {
+    case proto::ControlMessage::kKvEvent:
+    case proto::ControlMessage::kLoad:
+    case proto::ControlMessage::kTransferReady:
+      // The router's view or a progress note goes stale, which routing and the transfer tolerate.
+      rt_.record("control", "message_lost", {{"kind", kind_of(m)}, {"error", why}}, rt::Severity::warning);
+      return;
+    case proto::ControlMessage::kHealthCheck:
+    case proto::ControlMessage::kHealthStatus: {
+      const std::int32_t rank = m.has_health_check() ? m.health_check().rank() : m.health_status().rank();
+      const auto it = health_waiting_.find(rank);
+      if (it == health_waiting_.end()) return;
+      const std::vector<HealthDone> waiting = std::move(it->second);
+      health_waiting_.erase(it);
+      for (const HealthDone& done : waiting) done(false, "health check lost: " + why);
+      return;
+    }
+    case proto::ControlMessage::kCancel:
+      abandon(m.cancel().request_id(), "cancelled");
+      return;
+    case proto::ControlMessage::kSchedule:
+      if (m.schedule().path() == proto::PREFILL_PATH_PREFILL && m.schedule().rank() < 0) {
+        // The prefill worker is out of reach: the decode rank, whose KV room is taken, prefills it.
+        const RequestId id = m.schedule().spec().request_id();
+        moving_.erase(id);
+        reprefill(m.schedule().decode_rank(), id, "prefill_worker_unreachable", why);
+        return;
+      }
+      abandon(request_of(m), "control message lost: " + why);
+      return;
+    case proto::ControlMessage::kTransferDone:
+      // The decode rank cannot know whether its KV arrived: it prefills the prompt itself.
+      reprefill(m.transfer_done().to_rank(), m.transfer_done().request_id(), "kv_transfer_unconfirmed", why);
+      return;
+    default:
+      abandon(request_of(m), "control message lost: " + why);
+  }
+}
+
+// ---- router ---------------------------------------------------------------------------------------
 
 void PdSystem::route(RequestState request) {
-  std::vector<RankLoad> loads;
-  for (std::int32_t r = 0; r < normal_->ranks(); ++r) loads.push_back(normal_->load(r));
-  const auto d = router_.route(request.prompt_hashes, request.prompt_tokens, loads);
   const RequestId id = request.id;
+  if (!live(id)) return;  // cancelled while it waited for room
+  const auto d = router_.route(request.prompt_hashes, request.prompt_tokens, view_.loads());
   if (!d) {
-    finish(id, "no healthy DP rank to serve it");
+    end_request(router_address_, id, "no healthy DP rank to serve it");
     return;
   }
+  proto::ControlMessage msg;
+  proto::ScheduleOnRank& s = *msg.mutable_schedule();
+  s.set_rank(d->rank);
+  s.set_decode_rank(d->rank);
+  s.set_fetch_from_rank(-1);
+  s.set_transport(cfg_.transfer.path == hal::RdmaPath::nvlink ? proto::KV_TRANSPORT_NVLINK : proto::KV_TRANSPORT_RDMA);
   // The router counted the longest hit anywhere; what this rank gets is its own hit plus a fetch, if
   // one pays. A prompt still long after that goes to the prefill worker after all.
   PrefillPath path = d->path;
-  std::vector<RankMatch> matches;
-  FetchDecision fetch;
   if (path == PrefillPath::local) {
-    matches = router_.index().match(request.prompt_hashes);
+    const std::vector<RankMatch> matches = router_.index().match(request.prompt_hashes);
+    const std::int64_t own_blocks = matches[static_cast<std::size_t>(d->rank)].grace_blocks;
+    FetchDecision f;
     if (rdma_ != nullptr && cfg_.fetch_remote_prefix) {
-      fetch = plan_fetch(matches, d->rank, router_.config().block_tokens, kv_bytes_per_token_, cfg_.fetch);
+      f = plan_fetch(matches, d->rank, block_tokens(), kv_bytes_per_token_, cfg_.fetch);
+      if (f.blocks > 0) {
+        // No more than the rank has room for, by its last report.
+        const std::int64_t room = view_.at(d->rank).free_kv_blocks;
+        rt_.record("router", "prefix_fetch_decision",
+                   {{"request", id},
+                    {"fetch", f.source != PrefixSource::none && room > 0},
+                    {"from_rank", f.from_rank},
+                    {"blocks", f.blocks},
+                    {"room_blocks", room},
+                    {"pooled", cfg_.kv_pool},
+                    {"fetch_us", f.fetch_time.microseconds()},
+                    {"recompute_us", f.recompute_time.microseconds()}});
+        f.blocks = std::min(f.blocks, room);
+        if (f.blocks <= 0) f.source = PrefixSource::none;
+      }
     }
-    const std::int64_t reachable_blocks = matches[static_cast<std::size_t>(d->rank)].grace_blocks +
-                                          (fetch.source != PrefixSource::none ? fetch.blocks : 0);
-    const std::int64_t uncached = request.prompt_tokens - reachable_blocks * router_.config().block_tokens;
-    if (prefill_ && uncached >= router_.config().prefill_threshold_tokens) path = PrefillPath::prefill_worker;
+    const std::int64_t reachable = own_blocks + (f.source != PrefixSource::none ? f.blocks : 0);
+    if (prefill_ && request.prompt_tokens - reachable * block_tokens() >= router_.config().prefill_threshold_tokens) {
+      path = PrefillPath::prefill_worker;
+    } else {
+      s.set_cached_prefix_tokens(static_cast<std::uint32_t>(own_blocks * block_tokens()));
+      if (f.source != PrefixSource::none) {
+        s.set_fetch_from_rank(f.from_rank);
+        s.set_fetch_blocks(static_cast<std::uint32_t>(f.blocks));
+        s.set_fetch_from_grace(f.source == PrefixSource::peer_grace);
+      }
+    }
   }
   RequestTiming& t = timings_.at(id);
   t.path = path;
@@ -152,47 +316,346 @@ void PdSystem::route(RequestState request) {
               {"path", path == PrefillPath::local ? "local" : "prefill_worker"},
               {"rank", d->rank},
               {"cached_tokens", d->cached_tokens}});
-  if (path == PrefillPath::local) {
-    submit_local(d->rank, std::move(request), matches, fetch);
+  view_.routed(d->rank, request.prompt_tokens, static_cast<std::int64_t>(request.prompt_hashes.size()));
+  s.set_path(path == PrefillPath::local ? proto::PREFILL_PATH_LOCAL : proto::PREFILL_PATH_PREFILL);
+  *s.mutable_spec() = to_spec(request);
+  control_.send(router_address_, rank_address(d->rank), std::move(msg));
+}
+
+void PdSystem::router_cancel(const proto::Cancel& c) {
+  const RequestId id = c.request_id();
+  const auto queued = std::find_if(pending_.begin(), pending_.end(), [id](const RequestState& r) { return r.id == id; });
+  const auto it = timings_.find(id);
+  if (queued != pending_.end() || it == timings_.end() || it->second.rank < 0) {
+    if (queued != pending_.end()) pending_.erase(queued);
+    end_request(router_address_, id, c.reason());
     return;
   }
-  if (!normal_->fits(d->rank, request)) {
-    finish(id, "prompt and output need more KV blocks than DP rank " + std::to_string(d->rank) + " holds");
+  proto::ControlMessage m;
+  *m.mutable_cancel() = c;
+  m.mutable_cancel()->set_rank(it->second.rank);
+  control_.send(router_address_, rank_address(it->second.rank), std::move(m));
+}
+
+// ---- DP ranks -------------------------------------------------------------------------------------
+
+void PdSystem::rank_schedule(std::int32_t rank, const proto::ScheduleOnRank& s) {
+  RequestState request = from_spec(s.spec());
+  if (!live(request.id)) return;
+  if (redirect(rank, request, s.path() == proto::PREFILL_PATH_PREFILL)) return;
+  if (s.path() == proto::PREFILL_PATH_PREFILL) {
+    rank_receive(rank, std::move(request));
     return;
   }
-  const auto room = normal_->receive(d->rank, request);
+  if (s.fetch_from_rank() < 0) {
+    normal_->submit(rank, std::move(request));
+    return;
+  }
+  // Fetch the prefix a peer holds first (GPU peer-to-peer over NVLink, or a one-sided RDMA read of
+  // the peer's Grace memory), then prefill the rest.
+  const bool from_grace = s.fetch_from_grace();
+  hal::RdmaOp op;
+  op.local = region_of(normal_->device_of(s.fetch_from_rank()), from_grace);
+  op.remote = region_of(normal_->device_of(rank), false);
+  op.bytes = static_cast<std::uint64_t>(s.fetch_blocks()) * static_cast<std::uint64_t>(block_tokens()) * kv_bytes_per_token_;
+  op.path = from_grace ? hal::RdmaPath::scale_out : hal::RdmaPath::nvlink;
+  op.name = "kv.fetch.req" + std::to_string(request.id);
+  const std::int64_t prefix_blocks = s.cached_prefix_tokens() / block_tokens() + s.fetch_blocks();
+  rdma_->write(op, [this, rank, prefix_blocks, request = std::move(request)](const hal::HalError* error) mutable {
+    if (!live(request.id)) return;  // cancelled while the prefix moved
+    if (error == nullptr) {
+      normal_->kv(rank).import(std::span(request.prompt_hashes).first(static_cast<std::size_t>(prefix_blocks)));
+    } else {
+      rt_.record("pd", "prefix_fetch_failed", {{"request", request.id}, {"error", error->what()}},
+                 rt::Severity::warning);  // recomputed instead
+    }
+    if (redirect(rank, request, false)) return;  // the rank was declared dead meanwhile
+    normal_->submit(rank, std::move(request));
+  });
+}
+
+void PdSystem::rank_receive(std::int32_t rank, RequestState request) {
+  const RequestId id = request.id;
+  if (!normal_->fits(rank, request)) {
+    end_request(rank_address(rank), id,
+                "prompt and output need more KV blocks than DP rank " + std::to_string(rank) + " holds");
+    return;
+  }
+  const auto room = normal_->receive(rank, request);
   if (!room) {
-    pending_.push_back(std::move(request));  // routed again when a request finishes and frees KV
+    pending_.push_back(std::move(request));  // back to the router's queue: routed again when KV frees up
     return;
   }
   Moving m;
-  m.rank = d->rank;
+  m.rank = rank;
   // Only the part of the prompt the decode rank does not already hold has to move.
   const std::int64_t held = room->gpu_hit_tokens + room->grace_hit_tokens;
   m.share = static_cast<double>(request.prompt_tokens - held) / static_cast<double>(request.prompt_tokens);
   moving_[id] = m;
-  const std::int64_t held_blocks = held / router_.config().block_tokens;
+  proto::ControlMessage msg;
+  proto::ScheduleOnRank& s = *msg.mutable_schedule();
+  s.set_rank(-1);
+  s.set_decode_rank(rank);
+  s.set_path(proto::PREFILL_PATH_PREFILL);
+  s.set_fetch_from_rank(-1);
+  *s.mutable_spec() = to_spec(request);
+  const std::int64_t held_blocks = held / block_tokens();
   if (held_blocks == 0 || rdma_ == nullptr) {
-    prefill_->submit(std::move(request));
+    control_.send(rank_address(rank), prefill_address_, std::move(msg));
     return;
   }
-  // The prefill worker attends over that prefix too: it reads it from the decode rank (one-sided RDMA)
-  // instead of recomputing it, then prefills the rest.
+  // The prefill worker attends over that prefix too: the rank writes it to the prefill worker
+  // (one-sided RDMA) instead of the prefill worker recomputing it.
   hal::RdmaOp op;
-  op.local = region_of(normal_->device_of(d->rank), false);
+  op.local = region_of(normal_->device_of(rank), false);
   op.remote = prefill_region();
   op.bytes = static_cast<std::uint64_t>(held) * kv_bytes_per_token_;
   op.path = hal::RdmaPath::scale_out;
   op.name = "kv.prefix_to_prefill.req" + std::to_string(id);
-  rdma_->write(op, [this, held_blocks, request = std::move(request)](const hal::HalError* error) mutable {
+  rdma_->write(op, [this, rank, id, held_blocks, msg = std::move(msg)](const hal::HalError* error) mutable {
+    if (!moving_.contains(id)) return;  // cancelled meanwhile
     if (error == nullptr) {
-      prefill_->kv().import(std::span(request.prompt_hashes).first(static_cast<std::size_t>(held_blocks)));
+      msg.mutable_schedule()->set_cached_prefix_tokens(static_cast<std::uint32_t>(held_blocks * block_tokens()));
     } else {
-      rt_.record("pd", "prefix_to_prefill_failed", {{"request", request.id}, {"error", error->what()}},
+      rt_.record("pd", "prefix_to_prefill_failed", {{"request", id}, {"error", error->what()}},
                  rt::Severity::warning);  // the prefill worker recomputes it
     }
-    prefill_->submit(std::move(request));
+    control_.send(rank_address(rank), prefill_address_, std::move(msg));
   });
+}
+
+void PdSystem::rank_cancel(std::int32_t rank, const proto::Cancel& c) {
+  const RequestId id = c.request_id();
+  normal_->cancel(rank, id);  // wherever it is on the rank: queued, prefilling, receiving, decoding
+  if (moving_.contains(id)) {
+    proto::ControlMessage m;
+    *m.mutable_cancel() = c;
+    control_.send(rank_address(rank), prefill_address_, std::move(m));
+  }
+  end_request(rank_address(rank), id, c.reason());
+}
+
+void PdSystem::rank_transfer_done(std::int32_t rank, const proto::KvTransferDone& d) {
+  const RequestId id = d.request_id();
+  const RequestState* r = normal_->scheduler(rank).find(id);
+  if (r == nullptr || r->phase != RequestState::Phase::receiving) return;  // cancelled meanwhile
+  const auto t = timings_.find(id);
+  if (d.ok()) {
+    if (t != timings_.end()) t->second.kv_arrived = rt_.now();
+    normal_->received(rank, id);
+    return;
+  }
+  // Failed on both paths: the request goes on, prefilled on its DP rank.
+  reprefill(rank, id, "kv_transfer_failed", d.error());
+}
+
+void PdSystem::reprefill(std::int32_t rank, RequestId id, std::string_view cause, const std::string& error) {
+  const RequestState* r = normal_->scheduler(rank).find(id);
+  if (r == nullptr || r->phase != RequestState::Phase::receiving) return;  // cancelled meanwhile
+  rt_.record("pd", cause, {{"request", id}, {"rank", rank}, {"error", error}, {"next", "reprefill"}},
+             rt::Severity::warning);
+  const auto t = timings_.find(id);
+  if (t != timings_.end()) t->second.reprefilled = true;
+  normal_->receive_failed(rank, id);
+}
+
+void PdSystem::on_normal_tokens(std::int32_t rank, const StepOutcome& o) {
+  arm_load_reports();
+  if (o.new_output_tokens == 0 && !o.finished) return;
+  std::int64_t& produced = produced_[o.id];
+  proto::ControlMessage m;
+  proto::TokenChunk& c = *m.mutable_tokens();
+  c.set_request_id(o.id);
+  c.set_first_index(static_cast<std::uint32_t>(produced));
+  c.set_count(static_cast<std::uint32_t>(o.new_output_tokens));
+  c.set_finished(o.finished);
+  if (o.finished) c.set_finish_reason("length");
+  produced += o.new_output_tokens;
+  if (o.finished) produced_.erase(o.id);
+  control_.send(rank_address(rank), frontend_address_, std::move(m));
+}
+
+void PdSystem::publish_loads() {
+  bool changed = false;
+  for (std::int32_t r = 0; r < normal_->ranks(); ++r) {
+    proto::LoadReport report = to_report(r, normal_->load(r), rt_.now());
+    std::optional<proto::LoadReport>& last = last_reported_[static_cast<std::size_t>(r)];
+    if (last && same_load(*last, report)) continue;
+    changed = true;
+    last = report;
+    proto::ControlMessage m;
+    *m.mutable_load() = std::move(report);
+    control_.send(rank_address(r), router_address_, std::move(m));
+  }
+  // Nothing changed: stop until a rank's next event re-arms it.
+  reporting_ = changed;
+  if (reporting_) rt_.call_after(cfg_.load_report_interval, [this] { publish_loads(); });
+}
+
+void PdSystem::arm_load_reports() {
+  if (reporting_) return;
+  reporting_ = true;
+  rt_.call_after(cfg_.load_report_interval, [this] { publish_loads(); });
+}
+
+// ---- prefill worker -------------------------------------------------------------------------------
+
+void PdSystem::prefill_schedule(const proto::ScheduleOnRank& s) {
+  RequestState request = from_spec(s.spec());
+  if (!moving_.contains(request.id)) return;  // cancelled on the way
+  const std::int64_t held_blocks = s.cached_prefix_tokens() / block_tokens();
+  if (held_blocks > 0) prefill_->kv().import(std::span(request.prompt_hashes).first(static_cast<std::size_t>(held_blocks)));
+  prefill_->submit(std::move(request));
+}
+
+void PdSystem::on_kv_ready(RequestId id, std::int64_t layers_done, std::int64_t total, std::uint64_t bytes_so_far) {
+  const auto it = moving_.find(id);
+  if (it == moving_.end()) return;
+  Moving& m = it->second;
+  const std::uint64_t ready = bytes_so_far - m.sent;
+  m.sent = bytes_so_far;
+  m.all_layers = layers_done >= total;
+  const std::int64_t first_layer = m.layers_sent;
+  m.layers_sent = layers_done;
+  const auto bytes = static_cast<std::uint64_t>(std::llround(static_cast<double>(ready) * m.share));
+  if (bytes == 0) {
+    maybe_received(id);
+    return;
+  }
+  ++m.pushes;
+  const std::int32_t rank = m.rank;
+  transfer_->push(id, normal_->device_of(rank), bytes,
+                  [this, id, rank, first_layer, layers_done, bytes](const hal::HalError* error, std::int64_t retries) {
+                    const auto mit = moving_.find(id);
+                    if (mit == moving_.end()) return;
+                    --mit->second.pushes;
+                    const auto t = timings_.find(id);
+                    if (t != timings_.end()) t->second.transfer_retries += retries;
+                    if (error != nullptr) {
+                      if (mit->second.error.empty()) mit->second.error = error->what();
+                    } else {
+                      proto::ControlMessage msg;
+                      proto::KvTransferReady& r = *msg.mutable_transfer_ready();
+                      r.set_request_id(id);
+                      r.set_to_rank(rank);
+                      r.set_first_layer(static_cast<std::uint32_t>(first_layer));
+                      r.set_last_layer(static_cast<std::uint32_t>(layers_done - 1));
+                      r.set_bytes(bytes);
+                      control_.send(prefill_address_, rank_address(rank), std::move(msg));
+                    }
+                    maybe_received(id);
+                  });
+}
+
+void PdSystem::maybe_received(RequestId id) {
+  const auto it = moving_.find(id);
+  if (it == moving_.end() || !it->second.all_layers || it->second.pushes > 0) return;
+  const Moving m = it->second;
+  moving_.erase(it);
+  prefill_->release_kv(id);  // every push has landed (or failed): the prefill worker's blocks are free
+  proto::ControlMessage msg;
+  proto::KvTransferDone& d = *msg.mutable_transfer_done();
+  d.set_request_id(id);
+  d.set_to_rank(m.rank);
+  d.set_ok(m.error.empty());
+  d.set_error(m.error);
+  d.set_transport(cfg_.transfer.path == hal::RdmaPath::nvlink ? proto::KV_TRANSPORT_NVLINK : proto::KV_TRANSPORT_RDMA);
+  control_.send(prefill_address_, rank_address(m.rank), std::move(msg));
+}
+
+// ---- frontend -------------------------------------------------------------------------------------
+
+void PdSystem::submit(RequestState request) {
+  RequestTiming& t = timings_[request.id];
+  t.id = request.id;
+  t.prompt_tokens = request.prompt_tokens;
+  t.arrival = rt_.now();
+  arm_load_reports();
+  proto::ControlMessage m;
+  *m.mutable_submit()->mutable_spec() = to_spec(request);
+  control_.send(frontend_address_, router_address_, std::move(m));
+}
+
+bool PdSystem::cancel(RequestId id) {
+  if (!timings_.contains(id) || cancelled_.contains(id)) return false;
+  cancelled_.insert(id);
+  rt_.record("frontend", "cancel", {{"request", id}});
+  proto::ControlMessage m;
+  m.mutable_cancel()->set_request_id(id);
+  m.mutable_cancel()->set_reason("cancelled");
+  m.mutable_cancel()->set_rank(-1);
+  control_.send(frontend_address_, router_address_, std::move(m));
+  return true;
+}
+
+void PdSystem::check_health(std::int32_t rank, HealthDone done) {
+  if (rank < 0 || rank >= normal_->ranks()) throw std::out_of_range("health check of unknown rank " + std::to_string(rank));
+  auto& waiting = health_waiting_[rank];
+  waiting.push_back(std::move(done));
+  if (waiting.size() > 1) return;  // one check in flight answers every caller
+  proto::ControlMessage m;
+  m.mutable_health_check()->set_rank(rank);
+  m.mutable_health_check()->set_at_ns(rt_.now().since_start().ns());
+  control_.send(router_address_, rank_address(rank), std::move(m));
+}
+
+void PdSystem::on_chunk(const proto::TokenChunk& c) {
+  const auto it = timings_.find(c.request_id());
+  if (it == timings_.end()) return;
+  RequestTiming& t = it->second;
+  const bool done_ok = c.finished() && c.finish_reason() == "length";
+  if (c.count() > 0) {
+    const bool first = c.first_index() == 0;
+    if (first) t.first_token = rt_.now();
+    if (c.first_index() <= 1 && c.first_index() + c.count() > 1) t.first_decode = rt_.now();
+    t.output_tokens += c.count();
+    on_tokens_(c.request_id(), c.count(), first, done_ok);
+  }
+  if (c.finished()) finish(c.request_id(), done_ok ? "" : c.finish_reason());
+}
+
+void PdSystem::end_request(hal::Address from, RequestId id, const std::string& why) {
+  proto::ControlMessage m;
+  proto::TokenChunk& c = *m.mutable_tokens();
+  c.set_request_id(id);
+  c.set_finished(true);
+  c.set_finish_reason(why);
+  control_.send(from, frontend_address_, std::move(m));
+}
+
+void PdSystem::abandon(RequestId id, const std::string& why) {
+  const auto it = timings_.find(id);
+  if (it == timings_.end()) return;
+  if (it->second.rank >= 0) normal_->cancel(it->second.rank, id);
+  if (moving_.erase(id) > 0) {
+    prefill_->release_kv(id);
+    prefill_->cancel(id);
+  }
+  std::erase_if(pending_, [id](const RequestState& r) { return r.id == id; });
+  rt_.record("control", "request_abandoned", {{"request", id}, {"reason", why}}, rt::Severity::warning);
+  finish(id, why);
+}
+
+void PdSystem::finish(RequestId id, const std::string& failure) {
+  const auto it = timings_.find(id);
+  if (it == timings_.end()) return;
+  it->second.finished = rt_.now();
+  it->second.failure = failure;
+  const RequestTiming t = it->second;
+  timings_.erase(it);
+  cancelled_.erase(id);
+  produced_.erase(id);
+  on_done_(t);
+  retry_pending();
+}
+
+void PdSystem::retry_pending() {
+  if (retrying_) return;  // a retry that finishes a request would otherwise re-enter
+  retrying_ = true;
+  std::deque<RequestState> again;
+  again.swap(pending_);
+  for (auto& r : again) route(std::move(r));
+  retrying_ = false;
 }
 
 hal::MemoryRegion PdSystem::prefill_region() {
@@ -211,127 +674,6 @@ hal::MemoryRegion PdSystem::region_of(hal::DeviceId device, bool grace) {
   const hal::MemoryRegion r = grace ? rdma_->register_host_memory((*gpu)->info().host, cfg_.transfer.region_bytes)
                                     : rdma_->register_device_memory(device, cfg_.transfer.region_bytes);
   return regions_.emplace(key, r).first->second;
-}
-
-void PdSystem::submit_local(std::int32_t rank, RequestState request, const std::vector<RankMatch>& matches,
-                            const FetchDecision& f) {
-  if (f.blocks > 0) {
-    rt_.record("router", "prefix_fetch_decision",
-               {{"request", request.id},
-                {"fetch", f.source != PrefixSource::none},
-                {"from_rank", f.from_rank},
-                {"blocks", f.blocks},
-                {"fetch_us", f.fetch_time.microseconds()},
-                {"recompute_us", f.recompute_time.microseconds()}});
-  }
-  if (f.source == PrefixSource::none) {
-    normal_->submit(rank, std::move(request));
-    return;
-  }
-  const bool from_grace = f.source == PrefixSource::peer_grace;
-  hal::RdmaOp op;
-  op.local = region_of(normal_->device_of(f.from_rank), from_grace);
-  op.remote = region_of(normal_->device_of(rank), false);
-  op.bytes = static_cast<std::uint64_t>(f.blocks * router_.config().block_tokens) * kv_bytes_per_token_;
-  op.path = from_grace ? hal::RdmaPath::scale_out : hal::RdmaPath::nvlink;
-  op.name = "kv.fetch.req" + std::to_string(request.id);
-  const std::int64_t prefix_blocks = matches[static_cast<std::size_t>(rank)].grace_blocks + f.blocks;
-  rdma_->write(op, [this, rank, prefix_blocks, request = std::move(request)](const hal::HalError* error) mutable {
-    if (error == nullptr) {
-      normal_->kv(rank).import(std::span(request.prompt_hashes).first(static_cast<std::size_t>(prefix_blocks)));
-    } else {
-      rt_.record("pd", "prefix_fetch_failed", {{"request", request.id}, {"error", error->what()}},
-                 rt::Severity::warning);  // recomputed instead
-    }
-    normal_->submit(rank, std::move(request));
-  });
-}
-
-void PdSystem::on_kv_ready(RequestId id, std::int64_t layers_done, std::int64_t total, std::uint64_t bytes_so_far) {
-  const auto it = moving_.find(id);
-  if (it == moving_.end()) return;
-  Moving& m = it->second;
-  const std::uint64_t ready = bytes_so_far - m.sent;
-  m.sent = bytes_so_far;
-  m.all_layers = layers_done >= total;
-  const auto bytes = static_cast<std::uint64_t>(std::llround(static_cast<double>(ready) * m.share));
-  if (bytes == 0) {
-    maybe_received(id);
-    return;
-  }
-  ++m.pushes;
-  timings_.at(id).transfer_bytes += bytes;
-  transfer_->push(id, normal_->device_of(m.rank), bytes, [this, id](const hal::HalError* error) {
-    const auto mit = moving_.find(id);
-    if (mit == moving_.end()) return;
-    --mit->second.pushes;
-    if (error != nullptr && !mit->second.failed) {
-      mit->second.failed = true;
-      rt_.record("pd", "kv_transfer_failed", {{"request", id}, {"error", error->what()}}, rt::Severity::warning);
-    }
-    maybe_received(id);
-  });
-}
-
-void PdSystem::maybe_received(RequestId id) {
-  const auto it = moving_.find(id);
-  if (it == moving_.end() || !it->second.all_layers || it->second.pushes > 0) return;
-  const Moving m = it->second;
-  moving_.erase(it);
-  prefill_->release_kv(id);  // every push has landed (or failed): the prefill worker's blocks are free
-  if (m.failed) {
-    normal_->receive_failed(m.rank, id);  // prefilled on the DP rank instead: the request goes on
-    return;
-  }
-  timings_.at(id).kv_arrived = rt_.now();
-  normal_->received(m.rank, id);
-}
-
-void PdSystem::on_prefill_done(const StepOutcome& o) {
-  const auto it = timings_.find(o.id);
-  if (it != timings_.end()) it->second.prefill_done = rt_.now();
-}
-
-void PdSystem::on_normal_tokens(std::int32_t, const StepOutcome& o) {
-  const auto it = timings_.find(o.id);
-  if (it == timings_.end()) return;
-  RequestTiming& t = it->second;
-  t.output_tokens += o.new_output_tokens;
-  if (o.first_token) t.first_token = rt_.now();
-  on_tokens_(o.id, o.new_output_tokens, o.first_token, o.finished);
-  if (o.finished) finish(o.id, "");
-}
-
-void PdSystem::on_reject(RequestId id, const std::string& reason) {
-  const auto it = moving_.find(id);
-  if (it != moving_.end()) {
-    // The prefill worker cannot hold it: try the DP rank, whose KV room is already taken.
-    const std::int32_t rank = it->second.rank;
-    moving_.erase(it);
-    normal_->receive_failed(rank, id);
-    return;
-  }
-  finish(id, reason);
-}
-
-void PdSystem::finish(RequestId id, const std::string& failure) {
-  const auto it = timings_.find(id);
-  if (it == timings_.end()) return;
-  it->second.finished = rt_.now();
-  it->second.failure = failure;
-  const RequestTiming t = it->second;
-  timings_.erase(it);
-  on_done_(t);
-  retry_pending();
-}
-
-void PdSystem::retry_pending() {
-  if (retrying_) return;  // a retry that finishes a request would otherwise re-enter
-  retrying_ = true;
-  std::deque<RequestState> again;
-  again.swap(pending_);
-  for (auto& r : again) route(std::move(r));
-  retrying_ = false;
 }
 
 }  // namespace nvl::engine

@@ -1,22 +1,31 @@
 #pragma once
 // The serving system of one deployment: the router, the normal worker group (DP attention + EP, short
 // prefills and every decode) and, when there is one, the prefill worker whose KV moves to the chosen
-// DP rank layer group by layer group while the prefill continues. A request never disappears: when its
-// KV cannot be moved it is prefilled on its DP rank instead.
+// DP rank layer group by layer group while the prefill continues. Every message between the frontend,
+// the router, the ranks and the prefill worker is a control-plane protobuf (ControlPlane): over the
+// host network when there is one, directly otherwise. A request never disappears: when its KV cannot
+// be moved (on either path) it is prefilled on its DP rank instead; when a control message is lost it
+// fails with the reason.
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "emu/rt/runtime.h"
 #include "engine/hal/network.h"
 #include "engine/hal/rdma.h"
 #include "engine/kv/kv_transfer.h"
 #include "engine/router/fetch_planner.h"
+#include "engine/router/load_view.h"
 #include "engine/router/router.h"
+#include "engine/system/control_plane.h"
+#include "engine/system/health_monitor.h"
 #include "engine/system/request_timing.h"
 #include "engine/worker/normal_worker_group.h"
 #include "engine/worker/prefill_worker.h"
@@ -33,12 +42,22 @@ struct PdSystemConfig {
   // Share of the GPU's dense FP8 peak a prefill sustains, for the recompute side of that choice
   // (estimate: DeepGEMM reaches 78% on large GEMMs; attention and communication take some of the rest).
   double prefill_efficiency = 0.6;
+  // Every rank publishes its load this often while there is work (the router routes from the last
+  // reports, plus what it has sent since): about one decode step, as Dynamo's workers publish per step.
+  rt::Duration load_report_interval = rt::ms(10);
+  // The normal GPUs' KV is one pool over NVLink: a prefix on any rank's GPU is read, not recomputed,
+  // so routing need not follow the cache (router policy "pooled").
+  bool kv_pool = false;
+  // Noticing dead ranks, and how long a GPU reset and a worker restart take (engine/system/pd_recovery.cpp).
+  HealthConfig health;
 };
 
 // Tokens as they are delivered: `count` more for request `id` (first: the first token is among them).
 using TokenStream = std::function<void(RequestId id, std::int64_t count, bool first, bool finished)>;
 // A request is over (finished, or failed with a reason in its timing).
 using RequestDone = std::function<void(const RequestTiming& timing)>;
+// The answer to a health check: whether the rank says it is healthy, and what it or the network said.
+using HealthDone = std::function<void(bool healthy, const std::string& detail)>;
 
 struct PdDeployment {
   std::vector<hal::Device*> normal_gpus;
@@ -51,51 +70,98 @@ struct PdDeployment {
 class PdSystem {
  public:
   // Builds the workers on their GPUs (clear errors when the model does not fit) and starts them.
-  // `rdma` carries the KV from the prefill worker (needed when there is one). With `network`, the ranks'
-  // KV events reach the router as KvEventMsg protobufs over the host network, with its latency (and
-  // its faults); without, directly.
+  // `rdma` carries the KV from the prefill worker (needed when there is one). With `network`, the
+  // control messages cross the host network as protobufs, with its latency (and its faults).
   PdSystem(rt::Runtime& rt, const ModelProfile& model, hal::Collectives& collectives, hal::Rdma* rdma,
            PdDeployment deployment, TokenStream on_tokens, RequestDone on_done, hal::Network* network = nullptr);
 
   void submit(RequestState request);
+  // Stops a request wherever it is (at the router, queued or running on a rank, prefilling, its KV
+  // moving) and frees its KV; it ends with the failure "cancelled". False when it is not in flight.
+  bool cancel(RequestId id);
+  // Asks a rank whether it is healthy; a check lost on the way counts as unhealthy.
+  void check_health(std::int32_t rank, HealthDone done);
+
   const Router& router() const { return router_; }
+  const LoadView& load_view() const { return view_; }
+  const ControlPlane& control() const { return control_; }
   NormalWorkerGroup& normal() { return *normal_; }
   PrefillWorker* prefill() { return prefill_.get(); }
   std::uint64_t transfer_bytes() const { return transfer_ ? transfer_->bytes_moved() : 0; }
   std::size_t in_flight() const { return timings_.size(); }
   std::size_t pending() const { return pending_.size(); }
 
+  // Faults (engine/system/pd_recovery.cpp). A rank declared dead (health check or operation error,
+  // after the detection delay) leaves the group; its requests continue on healthy ranks from the tokens
+  // already delivered (their KV recomputed, or loaded from Grace where the prefix is cached there).
+  // Xid 48 and crashed workers come back after the reset / restart time.
+  // The worker process of a DP rank dies: its state is gone, its requests re-run elsewhere.
+  void crash_worker(std::int32_t rank);
+  // The router restarts: its prefix index is gone and is rebuilt from the ranks' republished KV events.
+  void restart_router();
+  // The rank's Grace memory lost its KV blocks: they leave the index; later hits are recomputed.
+  std::int64_t grace_memory_error(std::int32_t rank);
+  const HealthMonitor& health() const { return *health_; }
+
  private:
   struct Moving {
     std::int32_t rank = 0;
     double share = 1.0;          // of the prompt's KV that the decode rank does not already hold
     std::uint64_t sent = 0;      // bytes of the prompt's KV reported ready so far (one copy, all layers done)
+    std::int64_t layers_sent = 0;
     std::size_t pushes = 0;      // pushes in flight
     bool all_layers = false;     // the last layer group was reported
-    bool failed = false;
+    std::string error;           // a push failed for good: why
   };
+  // Endpoints.
+  void on_router(const proto::ControlMessage& m);
+  void on_rank(std::int32_t rank, const proto::ControlMessage& m);
+  void on_prefill(const proto::ControlMessage& m);
+  void on_frontend(const proto::ControlMessage& m);
+  void on_lost(const proto::ControlMessage& m, const std::string& why);
+
+  // Router.
   void route(RequestState request);
-  // Local path: fetch the longer prefix a peer holds first when that pays (`f`), then submit.
-  void submit_local(std::int32_t rank, RequestState request, const std::vector<RankMatch>& matches,
-                    const FetchDecision& f);
-  hal::MemoryRegion region_of(hal::DeviceId device, bool grace);
-  hal::MemoryRegion prefill_region();
+  void router_cancel(const proto::Cancel& c);
+  // Ranks.
+  void rank_schedule(std::int32_t rank, const proto::ScheduleOnRank& s);
+  void rank_receive(std::int32_t rank, RequestState request);
+  void rank_cancel(std::int32_t rank, const proto::Cancel& c);
+  void rank_transfer_done(std::int32_t rank, const proto::KvTransferDone& d);
+  // The prompt's KV will not come from the prefill worker (`cause`, logged with `error`): the rank
+  // prefills it itself, in the KV room it took for the transfer.
+  void reprefill(std::int32_t rank, RequestId id, std::string_view cause, const std::string& error);
   void on_normal_tokens(std::int32_t rank, const StepOutcome& o);
-  void on_reject(RequestId id, const std::string& reason);
-  void on_prefill_done(const StepOutcome& o);
+  void publish_loads();
+  // A rank's load may change: a report follows within the interval (none while nothing changes, so
+  // that an idle or stuck system does not tick forever).
+  void arm_load_reports();
+  // Prefill worker.
+  void prefill_schedule(const proto::ScheduleOnRank& s);
   void on_kv_ready(RequestId id, std::int64_t layers_done, std::int64_t total, std::uint64_t bytes_so_far);
   void maybe_received(RequestId id);
+  // Frontend.
+  void on_chunk(const proto::TokenChunk& c);
   void finish(RequestId id, const std::string& failure);
+
+  // Sends the frontend the end of a request that failed (`why`) or was cancelled.
+  void end_request(hal::Address from, RequestId id, const std::string& why);
+  // A lost message leaves the request nowhere: stop it everywhere and fail it with the reason.
+  void abandon(RequestId id, const std::string& why);
+  bool live(RequestId id) const { return timings_.contains(id) && !cancelled_.contains(id); }
   void retry_pending();
-  // Batches a rank's KV events and sends them to the router once per loop turn.
-  void publish(const KvEvent& e);
-  void flush_events(std::int32_t rank);
+  hal::MemoryRegion region_of(hal::DeviceId device, bool grace);
+  hal::MemoryRegion prefill_region();
+  hal::Address rank_address(std::int32_t rank) const { return rank_addresses_.at(static_cast<std::size_t>(rank)); }
+  std::int64_t block_tokens() const { return router_.config().block_tokens; }
 
   rt::Runtime& rt_;
   PdSystemConfig cfg_;
   TokenStream on_tokens_;
   RequestDone on_done_;
   Router router_;
+  LoadView view_;
+  ControlPlane control_;
   std::unique_ptr<NormalWorkerGroup> normal_;
   std::unique_ptr<PrefillWorker> prefill_;
   std::optional<KvTransfer> transfer_;
@@ -105,14 +171,31 @@ class PdSystem {
   std::map<std::pair<hal::DeviceId, bool>, hal::MemoryRegion> regions_;  // (GPU, its Grace?) -> region
   hal::DeviceId prefill_gpu_ = -1;       // the prefill worker's first GPU: where a cached prefix is sent
   hal::MemoryRegion prefill_region_;
-  std::map<RequestId, RequestTiming> timings_;
+  std::map<RequestId, RequestTiming> timings_;  // the frontend's record of each request in flight
+  std::set<RequestId> cancelled_;               // cancelled, its end not yet at the frontend
   std::map<RequestId, Moving> moving_;
+  std::map<RequestId, std::int64_t> produced_;  // tokens each request's rank has streamed so far
   std::deque<RequestState> pending_;  // long prompts waiting for KV room on their rank
   bool retrying_ = false;
-  hal::Network* network_ = nullptr;
+  hal::Address frontend_address_;
   hal::Address router_address_;
+  hal::Address prefill_address_;
   std::vector<hal::Address> rank_addresses_;
-  std::vector<std::vector<KvEvent>> outbox_;  // per rank, not yet sent
+  std::vector<std::optional<proto::LoadReport>> last_reported_;  // per rank: the last load it published
+  bool reporting_ = false;                        // the load report timer is armed
+  std::map<std::int32_t, std::vector<HealthDone>> health_waiting_;  // per rank
+  // Faults.
+  void start_recovery();
+  void declare_dead(std::int32_t rank, const std::string& why);
+  void migrate(std::int32_t rank, std::vector<RequestState> requests, const std::string& why);
+  // A request that reached a rank declared dead goes back to the router (true). One moved off a dead
+  // rank resumes here from its delivered tokens: on the local path (its prefix fetched first where the
+  // router found one, e.g. in the dead rank's Grace memory) it goes on as usual (false); sent for the
+  // prefill worker it is prefilled here instead (true).
+  bool redirect(std::int32_t rank, RequestState& request, bool prefill_path);
+  std::optional<HealthMonitor> health_;
+  std::map<RequestId, std::int64_t> resume_from_;  // moved off a dead rank: output tokens delivered
+  std::map<std::int32_t, std::string> dead_why_;    // declared ranks not back yet: the fault
 };
 
 }  // namespace nvl::engine

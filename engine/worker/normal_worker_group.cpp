@@ -6,6 +6,7 @@
 #include <numeric>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "engine/eplb/expert_moves.h"
 #include "engine/exec/two_batch_split.h"
@@ -25,6 +26,8 @@ NormalWorkerGroup::NormalWorkerGroup(rt::Runtime& rt, const ModelProfile& model,
       on_tokens_(std::move(on_tokens)),
       on_reject_(std::move(on_reject)),
       kernels_(model, 1, cfg_.weights, cfg_.kv_dtype),
+      collectives_(collectives),
+      repair_(rt, "normal group: repair after a failed step"),
       work_(rt, "normal group: new requests") {
   work_.mark_idle_point();
   const auto n = static_cast<std::int64_t>(devices.size());
@@ -88,24 +91,12 @@ NormalWorkerGroup::NormalWorkerGroup(rt::Runtime& rt, const ModelProfile& model,
                                                              .grace_policy = cfg_.grace_policy});
     rank.sched = std::make_unique<RankScheduler>(*rank.kv, cfg_.scheduler, make_scheduling_policy(cfg_.scheduling_policy));
     rank.stream = &rank.device->create_stream(tag);
-    rank.builder = std::make_unique<StepGraphBuilder>(
-        kernels_, traffic_ ? &*traffic_ : nullptr,
-        StepGraphOptions{.ep_group = ep_group_,
-                         .tp_group = nullptr,
-                         .rank = static_cast<std::int32_t>(r),
-                         .local_experts = weights_.expert_slots,
-                         .mtp = cfg_.scheduler.draft_tokens > 0});
     if (cfg_.two_batch_overlap) {
       rank.stream_b = &rank.device->create_stream(tag + " micro-batch 2");
       rank.copies_done = rank.device->create_event(tag + " KV copies");
-      rank.builder_b = std::make_unique<StepGraphBuilder>(
-          kernels_, &*traffic_,
-          StepGraphOptions{.ep_group = ep_group_b_,
-                           .tp_group = nullptr,
-                           .rank = static_cast<std::int32_t>(r),
-                           .local_experts = weights_.expert_slots,
-                           .mtp = cfg_.scheduler.draft_tokens > 0});
     }
+    make_builders(rank, static_cast<std::int32_t>(r));
+    live_.push_back(static_cast<std::size_t>(r));
   }
   tokens_.resize(static_cast<std::size_t>(n));
   tokens_a_.resize(static_cast<std::size_t>(n));
@@ -119,7 +110,10 @@ void NormalWorkerGroup::start() {
 }
 
 void NormalWorkerGroup::submit(std::int32_t rank, RequestState request) {
-  ranks_.at(static_cast<std::size_t>(rank)).sched->enqueue(std::move(request));
+  Rank& r = ranks_.at(static_cast<std::size_t>(rank));
+  if (!r.live) throw std::logic_error("normal worker group: request " + std::to_string(request.id) + " sent to rank " +
+                                      std::to_string(rank) + ", which is out of the group");
+  r.sched->enqueue(std::move(request));
   new_work_ = true;
   work_.notify_all();
 }
@@ -144,9 +138,29 @@ void NormalWorkerGroup::receive_failed(std::int32_t rank, RequestId id) {
   work_.notify_all();
 }
 
+void NormalWorkerGroup::make_builders(Rank& rank, std::int32_t member) {
+  rank.builder = std::make_unique<StepGraphBuilder>(
+      kernels_, traffic_ ? &*traffic_ : nullptr,
+      StepGraphOptions{.ep_group = ep_group_,
+                       .tp_group = nullptr,
+                       .rank = member,
+                       .local_experts = weights_.expert_slots,
+                       .mtp = cfg_.scheduler.draft_tokens > 0});
+  if (cfg_.two_batch_overlap) {
+    rank.builder_b = std::make_unique<StepGraphBuilder>(
+        kernels_, &*traffic_,
+        StepGraphOptions{.ep_group = ep_group_b_,
+                         .tp_group = nullptr,
+                         .rank = member,
+                         .local_experts = weights_.expert_slots,
+                         .mtp = cfg_.scheduler.draft_tokens > 0});
+  }
+}
+
 RankLoad NormalWorkerGroup::load(std::int32_t rank) const {
   const Rank& r = ranks_.at(static_cast<std::size_t>(rank));
   RankLoad l;
+  l.healthy = r.live && !r.leaving;
   l.running = static_cast<std::int64_t>(r.sched->running() + r.sched->receiving());
   l.waiting = static_cast<std::int64_t>(r.sched->waiting());
   l.tokens_in_flight = r.sched->tokens_in_flight();
@@ -156,7 +170,8 @@ RankLoad NormalWorkerGroup::load(std::int32_t rank) const {
 
 bool NormalWorkerGroup::plan_all() {
   bool any = false;
-  for (std::size_t r = 0; r < ranks_.size(); ++r) {
+  for (std::size_t m = 0; m < live_.size(); ++m) {
+    const std::size_t r = live_[m];
     Rank& rank = ranks_[r];
     rank.plan = rank.sched->plan_step();
     for (RequestId id : rank.plan.rejected) {
@@ -171,7 +186,7 @@ bool NormalWorkerGroup::plan_all() {
         rank.batch.prefills.push_back(PrefillSpan{item.context_tokens, item.new_tokens, item.last_chunk});
       }
     }
-    tokens_[r] = rank.batch.tokens();
+    tokens_[m] = rank.batch.tokens();
     any = any || !rank.plan.empty();
   }
   return any;
@@ -199,7 +214,8 @@ std::int64_t NormalWorkerGroup::accepted_drafts() {
 bool NormalWorkerGroup::two_batch_step() const {
   if (!cfg_.two_batch_overlap) return false;
   std::int64_t prefill = 0, decode = 0;
-  for (const Rank& r : ranks_) {
+  for (std::size_t i : live_) {
+    const Rank& r = ranks_[i];
     prefill += r.plan.prefill_tokens;
     decode += r.plan.decode_tokens;
   }
@@ -208,14 +224,14 @@ bool NormalWorkerGroup::two_batch_step() const {
 
 void NormalWorkerGroup::launch_two_batches() {
   std::vector<std::array<RankBatch, 2>> micro;
-  micro.reserve(ranks_.size());
-  for (std::size_t i = 0; i < ranks_.size(); ++i) {
-    micro.push_back(split_two_batches(ranks_[i].batch));
+  micro.reserve(live_.size());
+  for (std::size_t i = 0; i < live_.size(); ++i) {
+    micro.push_back(split_two_batches(ranks_[live_[i]].batch));
     tokens_a_[i] = micro.back()[0].tokens();
     tokens_b_[i] = micro.back()[1].tokens();
   }
-  for (std::size_t i = 0; i < ranks_.size(); ++i) {
-    Rank& r = ranks_[i];
+  for (std::size_t i = 0; i < live_.size(); ++i) {
+    Rank& r = ranks_[live_[i]];
     // Both micro-batches start after the step's KV loads (issued on the first stream).
     r.stream->record(*r.copies_done);
     r.stream_b->wait(*r.copies_done);
@@ -227,29 +243,29 @@ void NormalWorkerGroup::launch_two_batches() {
 void NormalWorkerGroup::loop() {
   for (;;) {
     new_work_ = false;
+    stepping_ = true;
     if (!plan_all()) {
+      stepping_ = false;
+      for (auto& change : std::exchange(deferred_, {})) change();
       // Work that arrived while planning (a reject handler may route more here) is not slept through.
       work_.wait([this] { return new_work_; });
       continue;
     }
-    const bool tbo = two_batch_step();
-    for (Rank& r : ranks_) {
-      issue_kv_copies(r);
-      if (!tbo) r.stream->launch(r.device->instantiate(r.builder->build(r.batch, tokens_)));
+    if (!run_step()) {
+      stepping_ = false;
+      await_repair();
+      continue;
     }
-    if (tbo) launch_two_batches();
-    for (Rank& r : ranks_) {
-      r.stream->synchronize();
-      if (r.stream_b != nullptr) r.stream_b->synchronize();
-    }
-    for (std::size_t i = 0; i < ranks_.size(); ++i) {
-      Rank& r = ranks_[i];
+    for (std::size_t m = 0; m < live_.size(); ++m) {
+      Rank& r = ranks_[live_[m]];
       for (const StepOutcome& o : r.sched->complete_step(r.plan, [this](RequestId) { return accepted_drafts(); })) {
-        on_tokens_(static_cast<std::int32_t>(i), o);
+        on_tokens_(static_cast<std::int32_t>(live_[m]), o);
       }
     }
     ++steps_;
     if (placement_) track_experts();
+    stepping_ = false;
+    for (auto& change : std::exchange(deferred_, {})) change();
   }
 }
 
@@ -258,7 +274,7 @@ void NormalWorkerGroup::track_experts() {
   if (cfg_.eplb_interval_steps > 0) {
     // Expected counts: the step's tokens times top-k, spread by the popularity the step ran under.
     std::int64_t tokens = 0;
-    for (std::int64_t t : tokens_) tokens += t;
+    for (std::size_t m = 0; m < live_.size(); ++m) tokens += tokens_[m];
     const auto pairs = static_cast<double>(tokens * top_k);
     for (std::size_t e = 0; e < routed_counts_.size(); ++e) {
       routed_counts_[e] += static_cast<std::uint64_t>(std::llround(pairs * load_[e]));
@@ -278,6 +294,7 @@ void NormalWorkerGroup::track_experts() {
 }
 
 void NormalWorkerGroup::rebalance() {
+  if (live_.size() != ranks_.size()) return;  // a shrunk group keeps the placement its losses gave it
   if (std::all_of(routed_counts_.begin(), routed_counts_.end(), [](std::uint64_t c) { return c == 0; })) return;
   const ExpertLoad seen = expert_load_from_counts(routed_counts_);
   std::fill(routed_counts_.begin(), routed_counts_.end(), 0);

@@ -51,6 +51,9 @@ struct NormalGroupConfig {
   // A rebalance happens only when it cuts the observed imbalance by this fraction: a placement that is
   // still good is not reshuffled for noise in the counts.
   double eplb_min_improvement = 0.02;
+  // After a failed step with every live GPU healthy (a link or collective error), the step is retried on
+  // a new communicator after this pause.
+  rt::Duration failed_step_backoff = rt::ms(10);
   // Two-batch overlap on prefill-heavy steps (more prefill than decode tokens over the group): each
   // rank's batch runs as two micro-batches on two streams, one's all-to-all beside the other's compute.
   bool two_batch_overlap = false;
@@ -60,6 +63,11 @@ struct NormalGroupConfig {
 using TokenSink = std::function<void(std::int32_t rank, const StepOutcome& outcome)>;
 // A request that can never run here (its prompt needs more KV than a rank has).
 using RejectSink = std::function<void(std::int32_t rank, RequestId id, const std::string& reason)>;
+// A step failed on a rank's GPU (an operation error: Xid, aborted collective): whoever watches health
+// decides whether the rank is dead. Until remove_rank() or a retry, the group does not step.
+using StepFailureSink = std::function<void(std::int32_t rank, const hal::HalError& error)>;
+// The requests a removed rank held, as they stood.
+using RequestsTaken = std::function<void(std::vector<RequestState> requests)>;
 
 class NormalWorkerGroup {
  public:
@@ -93,6 +101,26 @@ class NormalWorkerGroup {
   std::uint64_t block_bytes() const { return block_bytes_; }
   std::uint64_t steps() const { return steps_; }
 
+  // Faults (engine/worker/rank_recovery.cpp). A failed step is undone on every rank and reported to
+  // the sink; the group then waits for remove_rank() (or, once every live GPU is healthy again, retries
+  // on a new communicator after failed_step_backoff).
+  void on_step_failure(StepFailureSink sink) { on_failure_ = std::move(sink); }
+  bool live(std::int32_t rank) const { return ranks_.at(static_cast<std::size_t>(rank)).live; }
+  std::int32_t live_ranks() const { return static_cast<std::int32_t>(live_.size()); }
+  // Takes a dead rank out of the group: the survivors go on over a new EP communicator with the experts
+  // re-placed (ExpertPlacement::without_rank; the weights of experts only it held reload from host
+  // memory). `taken` gets its requests as they stand, to continue elsewhere; its GPU KV cache is dropped.
+  // A change asked for while a step runs applies when it ends.
+  void remove_rank(std::int32_t rank, const std::string& cause, RequestsTaken taken);
+  // A removed rank whose GPU is healthy again (reset, worker restarted) rejoins with an empty KV cache.
+  void restore_rank(std::int32_t rank);
+  // The rank's worker process died: its next step fails, as the EP collectives would time out on it.
+  void crash(std::int32_t rank);
+  bool crashed(std::int32_t rank) const { return ranks_.at(static_cast<std::size_t>(rank)).crashed; }
+  // The MoE imbalance (max rank share over the mean) of the current placement: the throughput cost of
+  // a shrunk group.
+  double expert_imbalance() const { return placement_ ? placement_->imbalance(load_) : 1.0; }
+
  private:
   struct Rank {
     hal::Device* device = nullptr;
@@ -108,9 +136,23 @@ class NormalWorkerGroup {
     std::shared_ptr<hal::GpuEvent> copies_done;
     StepPlan plan;
     RankBatch batch;
+    bool live = true;     // stepping with the group (false: removed after a fault)
+    bool crashed = false;  // its worker process is dead
+    bool leaving = false;  // removal asked for (applies after the running step): no longer routed to
+    std::uint64_t reload_bytes = 0;  // expert weights to load from host memory before the next step
   };
   void loop();
   bool plan_all();
+  // Launches the planned step on every live rank and waits for it; false (the step undone) on failure.
+  bool run_step();
+  void reload_experts(Rank& r, std::size_t rank);
+  // Undoes the step on every live rank and reports the ranks the errors name; false.
+  bool step_failed(const std::vector<std::pair<std::int32_t, hal::HalError>>& failures);
+  // After a failed step: waits for the group to be repaired, or retries on a new communicator.
+  void await_repair();
+  // A new EP communicator, placement and step builders over the live ranks.
+  void rebuild_group(const std::string& why);
+  void make_builders(Rank& rank, std::int32_t member);
   void issue_kv_copies(Rank& r);
   bool two_batch_step() const;
   void launch_two_batches();
@@ -142,6 +184,15 @@ class NormalWorkerGroup {
   std::vector<Rank> ranks_;
   std::vector<std::int64_t> tokens_;
   std::vector<std::int64_t> tokens_a_, tokens_b_;  // per micro-batch, under two-batch overlap
+  hal::Collectives& collectives_;
+  StepFailureSink on_failure_;
+  std::vector<std::size_t> live_;  // EP member -> rank, over the live ranks
+  std::vector<std::shared_ptr<hal::CommGroup>> retired_groups_;  // aborted ones, kept for late callbacks
+  std::int64_t generation_ = 0;    // communicators built so far
+  bool repaired_ = false;
+  bool stepping_ = false;                           // between planning a step and completing it
+  std::vector<std::function<void()>> deferred_;     // rank changes asked for while stepping
+  rt::Condition repair_;                            // a failed step waits here for a change
   rt::Condition work_;   // an idle point: the stepping fiber waits here when every rank is idle
   bool new_work_ = false;
   std::uint64_t steps_ = 0;

@@ -33,6 +33,28 @@ TEST(FetchPlanner, FetchesFromAPeerGpuWhenCheaperThanRecomputing) {
   EXPECT_NEAR(d.recompute_time.seconds(), 0.128, 1e-9);
 }
 
+TEST(FetchPlanner, APeerGpuPrefixOnBothSidesOfTheBreakEven) {
+  const std::vector<RankMatch> m = {{0, 0}, {100, 100}};
+  // Fetch over NVLink: 30 us + 224.9 MB / 720 GB/s = 342 us; break-even recompute rate 6,400 / 342 us.
+  const double break_even = 6'400.0 / (30e-6 + 6'400.0 * kKvBytes / 720e9);
+  EXPECT_EQ(plan_fetch(m, 0, kBlock, kKvBytes, costs(break_even * 0.95)).source, PrefixSource::peer_gpu);
+  EXPECT_EQ(plan_fetch(m, 0, kBlock, kKvBytes, costs(break_even * 1.05)).source, PrefixSource::none);
+}
+
+TEST(FetchPlanner, OnePoolReadsAPeerGpuPrefixWhateverItCostsButNotAPeersGrace) {
+  FetchCosts pool = costs(1e12);  // recomputing would be far cheaper
+  pool.gpu_pool = true;
+  const FetchDecision d = plan_fetch(std::vector<RankMatch>{{0, 0}, {100, 100}}, 0, kBlock, kKvBytes, pool);
+  EXPECT_EQ(d.source, PrefixSource::peer_gpu);
+  EXPECT_EQ(d.blocks, 100);
+  pool.recompute_tokens_per_s = 0;
+  EXPECT_EQ(plan_fetch(std::vector<RankMatch>{{0, 0}, {100, 100}}, 0, kBlock, kKvBytes, pool).source,
+            PrefixSource::peer_gpu);
+  // Grace memory is not part of the GPU pool: its fetch is still weighed against recomputing.
+  pool.recompute_tokens_per_s = 1e12;
+  EXPECT_EQ(plan_fetch(std::vector<RankMatch>{{0, 0}, {0, 100}}, 0, kBlock, kKvBytes, pool).source, PrefixSource::none);
+}
+
 TEST(FetchPlanner, RecomputesWhenTheFetchWouldBeSlower) {
   const std::vector<RankMatch> m = {{0, 0}, {0, 100}};  // only in rank 1's Grace memory
   // Fetch over RDMA: 30 us + 224.9 MB / 90 GB/s = 2.53 ms. Break-even recompute rate: 6,400 / 2.53 ms.

@@ -79,6 +79,21 @@ TEST(KvBlockPool, MisuseIsALogicError) {
   EXPECT_THROW(KvBlockPool("bad", 4, 0), std::invalid_argument);
 }
 
+TEST(KvBlockPool, BlocksNeverHandedOutAreFreeAndCannotBeReleased) {
+  KvBlockPool pool("grace0", 1'000'000, 64);
+  EXPECT_EQ(pool.free_blocks(), 1'000'000);
+  auto a = *pool.allocate(3);
+  EXPECT_EQ(a, (std::vector<BlockId>{0, 1, 2}));  // low ids first
+  pool.release(std::vector<BlockId>{a[1]});
+  EXPECT_EQ(*pool.allocate(1), std::vector<BlockId>{1});  // a released block is reused before a fresh one
+  EXPECT_EQ(pool.free_blocks(), 1'000'000 - 3);
+  EXPECT_EQ(pool.ref_count(999'999), 0);
+  EXPECT_EQ(pool.hash_of(999'999), std::nullopt);
+  EXPECT_THROW(pool.release(std::vector<BlockId>{500}), std::logic_error);
+  EXPECT_THROW(pool.release(std::vector<BlockId>{1'000'000}), std::out_of_range);
+  pool.check_invariants();
+}
+
 TEST(KvBlockPool, RandomisedUseReturnsToBaselineAfterDrain) {
   KvBlockPool pool("gpu0", 64, 16);
   std::uint64_t x = 12345;

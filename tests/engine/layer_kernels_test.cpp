@@ -90,6 +90,30 @@ TEST(LayerKernels, SparseAttentionIsCappedAtTopKButTheIndexerIsNot) {
               100'001.0 / 10'001.0, 1e-6);
 }
 
+TEST(LayerKernels, SparsePrefillReadsEachCachedKeyAtMostOncePerChunk) {
+  // A 4,096-token chunk over 60,000 cached tokens under TP8: its queries pick top-2,048 keys from the
+  // same sequence, so HBM reads that sequence's latent once (not 2,048 keys for every query).
+  const ModelProfile m = load("glm-5");
+  const LayerKernels lk(m, 8, WeightDtypes{}, hal::DType::fp8);
+  RankBatch batch;
+  batch.prefills.push_back(PrefillSpan{60'000, 4'096, true});
+  std::vector<KernelDesc> ks;
+  lk.attention(batch, ks);
+  const KernelDesc* core = find(ks, "attn.sparse");
+  ASSERT_NE(core, nullptr);
+  const std::uint64_t latent = 64'096ULL * 576;  // FP8 latent of every key of the sequence
+  const std::uint64_t queries = 4'096ULL * (64 / 8) * 576 * 2;  // the chunk's queries, BF16, 8 heads per rank
+  EXPECT_EQ(core->bytes, latent + queries);
+  // Compute still counts every query's 2,048 keys.
+  EXPECT_EQ(core->flops, 2ULL * 4'096 * 2'048 * (64 / 8) * (576 + 512));
+  // A short first chunk attends fewer keys than the sequence holds: what it attends bounds the reads.
+  RankBatch first;
+  first.prefills.push_back(PrefillSpan{0, 4, true});
+  ks.clear();
+  lk.attention(first, ks);
+  EXPECT_EQ(find(ks, "attn.sparse")->bytes, 4ULL * 576 + 4ULL * (64 / 8) * 576 * 2);
+}
+
 TEST(LayerKernels, CausalPrefillCountsATriangleOfKeys) {
   const ModelProfile m = load("deepseek-v3");
   const LayerKernels lk(m, 8, WeightDtypes{}, hal::DType::fp8);

@@ -1,55 +1,15 @@
 // The P/D system on an emulated GB300 NVL72: threshold routing, KV moved layer group by layer group
 // while the prefill runs, the moved bytes equal to the prompt's KV, and a repeated prompt served from
 // the decode rank's cache.
-#include <map>
-
 #include <gtest/gtest.h>
 
-#include "emu/cluster/emulated_cluster.h"
-#include "emu/rt/virtual_runtime.h"
-#include "engine/model/kv_footprint.h"
-#include "engine/system/pd_system.h"
-#include "fabric/fabric_rdma.h"
-#include "fabric/host_network.h"
+#include "tests/engine/pd_rig.h"
 
 namespace nvl::engine {
 namespace {
 
-RequestState request(RequestId id, std::int64_t prompt, std::int64_t output, BlockHash chain) {
-  RequestState r;
-  r.id = id;
-  r.prompt_tokens = prompt;
-  r.max_output_tokens = output;
-  for (std::int64_t b = 0; b < prompt / 64; ++b) r.prompt_hashes.push_back(chain * 1'000'000 + static_cast<BlockHash>(b));
-  return r;
-}
-
-struct Rig {
-  explicit Rig(const std::string& policy = "cache_aware", bool fetch = true, bool over_network = false)
-      : cluster(rt, "gb300", "gb300-nvl72", 72),
-        rdma(cluster.fabric()),
-        network(cluster.fabric()),
-        model(load_model_profile(model_profile_path("deepseek-v3"))) {
-    rt.log().keep_records(true);
-    PdDeployment d;
-    d.normal_gpus = cluster.devices(0, 8);
-    d.prefill_gpus = cluster.devices(64, 8);
-    d.system.router.policy = policy;
-    d.system.fetch_remote_prefix = fetch;
-    system = std::make_unique<PdSystem>(
-        rt, model, cluster.collectives(), &rdma, std::move(d),
-        [this](RequestId id, std::int64_t n, bool, bool) { tokens[id] += n; },
-        [this](const RequestTiming& t) { done[t.id] = t; }, over_network ? &network : nullptr);
-  }
-  rt::VirtualRuntime rt;
-  emu::EmulatedCluster cluster;
-  fabric::FabricRdma rdma;
-  fabric::HostNetwork network;
-  ModelProfile model;
-  std::unique_ptr<PdSystem> system;
-  std::map<RequestId, std::int64_t> tokens;
-  std::map<RequestId, RequestTiming> done;
-};
+using pd_test::request;
+using pd_test::Rig;
 
 TEST(PdSystem, ShortPromptsStayLocalLongOnesMoveTheirKvLayerByLayer) {
   Rig rig;

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include "engine/router/load_view.h"
 #include "engine/router/prefix_index.h"
 #include "engine/router/router.h"
 #include "engine/router/routing_policy.h"
@@ -49,6 +50,61 @@ TEST(RoutingPolicy, LeastLoadPicksFewestRequestsThenFewestTokens) {
   std::vector<RankLoad> loads = {{.running = 5}, {.running = 2, .tokens_in_flight = 900}, {.running = 2, .tokens_in_flight = 100}};
   EXPECT_EQ(make_routing_policy("least_load")->choose(RouteInput{loads, {}, 0}), 2);
   EXPECT_EQ(make_routing_policy("pooled")->choose(RouteInput{loads, {}, 0}), 2);
+}
+
+TEST(RoutingPolicy, LoadWeightsDecideWhatLightestMeans) {
+  // Rank 0: fewer requests but long contexts; rank 1: more requests, short ones.
+  std::vector<RankLoad> loads = {{.running = 2, .tokens_in_flight = 200'000, .free_kv_blocks = 1'000},
+                                 {.running = 3, .tokens_in_flight = 30'000, .free_kv_blocks = 9'000}};
+  EXPECT_EQ(make_routing_policy("least_load")->choose(RouteInput{loads, {}, 0}), 0) << "requests alone";
+  // 2 + 200 x 0.01 = 4 against 3 + 30 x 0.01 = 3.3.
+  EXPECT_EQ(make_routing_policy("least_load", {}, LoadWeights{.tokens_in_flight_per_1k = 0.01})
+                ->choose(RouteInput{loads, {}, 0}),
+            1);
+  // 2 - 1 x 0.5 = 1.5 against 3 - 9 x 0.5 = -1.5.
+  EXPECT_EQ(make_routing_policy("pooled", {}, LoadWeights{.free_kv_per_1k_blocks = 0.5})->choose(RouteInput{loads, {}, 0}),
+            1);
+  EXPECT_THROW(make_routing_policy("least_load", {}, LoadWeights{.requests = -1}), std::invalid_argument);
+  EXPECT_THROW(make_routing_policy("cache_aware", CacheAwareOptions{.cache_threshold = 1.5}), std::invalid_argument);
+  EXPECT_THROW(make_routing_policy("cache_aware", CacheAwareOptions{.balance_rel_threshold = 0.5}), std::invalid_argument);
+}
+
+TEST(RoutingPolicy, CacheAwareBalanceThresholdsAreOptions) {
+  // Out of balance by 6 requests: the default absolute threshold (32) still follows the cache; 4 does not.
+  std::vector<RankLoad> loads = {{.running = 8}, {.running = 2}};
+  std::vector<RankMatch> matches = {{10, 10}, {0, 0}};
+  EXPECT_EQ(make_routing_policy("cache_aware")->choose(RouteInput{loads, matches, 10}), 0);
+  EXPECT_EQ(make_routing_policy("cache_aware", CacheAwareOptions{.balance_abs_threshold = 4})
+                ->choose(RouteInput{loads, matches, 10}),
+            1);
+  // A hit of 6 of 10 blocks: followed at the default 0.5, not at 0.7.
+  matches = {{6, 6}, {0, 0}};
+  loads = {{.running = 3}, {.running = 2}};
+  EXPECT_EQ(make_routing_policy("cache_aware")->choose(RouteInput{loads, matches, 10}), 0);
+  EXPECT_EQ(make_routing_policy("cache_aware", CacheAwareOptions{.cache_threshold = 0.7})
+                ->choose(RouteInput{loads, matches, 10}),
+            1);
+}
+
+TEST(LoadView, KeepsTheLastReportAndCountsWhatWasRoutedSince) {
+  LoadView view(2);
+  view.report(0, RankLoad{.running = 4, .tokens_in_flight = 5'000, .free_kv_blocks = 100}, rt::Time::zero() + rt::ms(10));
+  view.routed(0, 1'280, 20);
+  EXPECT_EQ(view.at(0).waiting, 1);
+  EXPECT_EQ(view.at(0).running, 4);
+  EXPECT_EQ(view.at(0).tokens_in_flight, 6'280);
+  EXPECT_EQ(view.at(0).free_kv_blocks, 80);
+  view.routed(0, 10'000, 200);
+  EXPECT_EQ(view.at(0).free_kv_blocks, 0) << "never below zero";
+  // A report made before the one held (delivered late) changes nothing; a newer one replaces all.
+  view.report(0, RankLoad{.running = 1}, rt::Time::zero() + rt::ms(5));
+  EXPECT_EQ(view.at(0).running, 4);
+  view.report(0, RankLoad{.running = 6, .free_kv_blocks = 50}, rt::Time::zero() + rt::ms(20));
+  EXPECT_EQ(view.at(0).running, 6);
+  EXPECT_EQ(view.at(0).waiting, 0);
+  EXPECT_EQ(view.at(1).requests(), 0);
+  EXPECT_THROW(view.report(2, RankLoad{}, rt::Time::zero()), std::invalid_argument);
+  EXPECT_THROW(LoadView(0), std::invalid_argument);
 }
 
 TEST(RoutingPolicy, CacheAwareFollowsTheHitWhenBalanced) {

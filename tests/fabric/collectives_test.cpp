@@ -91,6 +91,27 @@ TEST(Collectives, IdenticalCallsArePricedOnce) {
   EXPECT_EQ(s.fast, 150u);
 }
 
+TEST(Collectives, AllToAllsDifferingInOneSendSizeArePricedApart) {
+  Rig r;
+  auto g = r.coll.create_group("ep64", ranks(64));
+  const auto a = fabric::uniform_all_to_all(64, 14336, hal::AllToAllRole::moe_dispatch);
+  auto b = a;
+  b.back().send_bytes.back() += 4096;  // the last word of the signature: one token more to one peer
+  const auto call = [&](const std::vector<hal::CollectiveOp>& ops) {
+    for (int rank = 0; rank < 64; ++rank) {
+      g->arrive(rank, ops[static_cast<std::size_t>(rank)], [](const hal::HalError* e) { EXPECT_EQ(e, nullptr); });
+    }
+    r.rt.run();
+  };
+  call(a);
+  call(b);
+  call(a);
+  call(b);
+  const auto& s = static_cast<fabric::FabricCommGroup&>(*g).stats();
+  EXPECT_EQ(s.priced, 2u);
+  EXPECT_EQ(s.fast, 4u);
+}
+
 // Two VirtualRuntimes alive at once on one thread hang the loop (see the report), so reference times
 // are measured before the test's own runtime exists.
 TEST(Collectives, SlowMemberDelaysEveryone) {

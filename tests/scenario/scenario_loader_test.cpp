@@ -103,7 +103,66 @@ TEST_F(ScenarioFile, MoreGpusThanTheFabricHasIsRejected) {
   const std::string e = error_of(kMinimal, {"deployment.normal_gpus=70"});
   EXPECT_NE(e.find("deployment.normal_gpus"), std::string::npos) << e;
   EXPECT_NE(e.find("72 GPUs"), std::string::npos) << e;
-  EXPECT_EQ(error_of(kMinimal, {"deployment.normal_gpus=64", "cluster.units=2", "deployment.prefill_gpus=72"}), "");
+  EXPECT_EQ(error_of(kMinimal, {"deployment.normal_gpus=64", "cluster.units=2", "deployment.prefill_gpus=64"}), "");
+}
+
+TEST_F(ScenarioFile, OutputsAndChecksTakeTheDocumentedDefaults) {
+  const Scenario s = load_scenario(write(kMinimal));
+  EXPECT_TRUE(s.outputs.trace);
+  EXPECT_TRUE(s.outputs.html);
+  EXPECT_DOUBLE_EQ(s.outputs.timeline_interval_s, 1.0);
+  EXPECT_DOUBLE_EQ(s.outputs.trace_window_s, 30.0);
+  EXPECT_EQ(s.outputs.trace_max_events, 500'000);
+  EXPECT_FALSE(s.checks.determinism);
+  EXPECT_TRUE(s.checks.assertions.empty());
+  EXPECT_EQ(s.workload.starts, "poisson");
+  EXPECT_DOUBLE_EQ(s.workload.time_scale, 1.0);
+}
+
+TEST_F(ScenarioFile, OutputsChecksAndWorkloadScalingAreRead) {
+  const Scenario s = load_scenario(
+      write(R"({"name": "t", "deployment": {"normal_gpus": 8},
+                "workload": {"source": "gen:codex:trials=2", "starts": "recorded", "rate_scale": 2, "time_scale": 0.5},
+                "outputs": {"trace": false, "trace_start_s": 5, "trace_window_s": 2, "trace_max_events": 10,
+                            "html": false, "timeline_interval_s": 0.25},
+                "checks": {"determinism": true,
+                           "assertions": [{"metric": "latency_ms.ttft.p90", "max": 5000},
+                                          {"metric": "requests.completed", "min": 1}]}})"));
+  EXPECT_EQ(s.workload.starts, "recorded");
+  EXPECT_DOUBLE_EQ(s.workload.rate_scale, 2.0);
+  EXPECT_DOUBLE_EQ(s.workload.time_scale, 0.5);
+  EXPECT_FALSE(s.outputs.trace);
+  EXPECT_DOUBLE_EQ(s.outputs.trace_start_s, 5.0);
+  EXPECT_DOUBLE_EQ(s.outputs.trace_window_s, 2.0);
+  EXPECT_EQ(s.outputs.trace_max_events, 10);
+  EXPECT_FALSE(s.outputs.html);
+  EXPECT_DOUBLE_EQ(s.outputs.timeline_interval_s, 0.25);
+  EXPECT_TRUE(s.checks.determinism);
+  ASSERT_EQ(s.checks.assertions.size(), 2u);
+  EXPECT_EQ(s.checks.assertions[0].metric, "latency_ms.ttft.p90");
+  EXPECT_EQ(s.checks.assertions[0].max, 5000.0);
+  EXPECT_FALSE(s.checks.assertions[0].min.has_value());
+  EXPECT_EQ(s.checks.assertions[1].min, 1.0);
+}
+
+TEST_F(ScenarioFile, BadOutputsChecksAndStartsAreNamed) {
+  const auto named = [&](const std::vector<std::string>& set, const std::string& key) {
+    const std::string e = error_of(kMinimal, set);
+    EXPECT_NE(e.find(key), std::string::npos) << e;
+  };
+  named({"outputs.timeline_interval_s=0"}, "outputs.timeline_interval_s");
+  named({"outputs.timeline_interval_s=0.0001"}, "outputs.timeline_interval_s");
+  named({"outputs.trace=yes"}, "outputs.trace");
+  named({"outputs.trace_window_s=-1"}, "outputs.trace_window_s");
+  named({"outputs.trace_max_events=0"}, "outputs.trace_max_events");
+  named({"outputs.colour=true"}, "outputs.colour");
+  named({"workload.starts=sometimes"}, "workload.starts");
+  named({"workload.time_scale=0"}, "workload.time_scale");
+  named({"checks.determinism=1"}, "checks.determinism");
+  named({"checks.assertions=[{\"metric\": \"latency_ms.ttft.p90\"}]"}, "checks.assertions[0].max");
+  named({"checks.assertions=[{\"metric\": \"ttft_p90\", \"max\": 1}]"}, "checks.assertions[0].metric");
+  named({"checks.assertions=[{\"metric\": \"requests.failed\", \"max\": 0, \"maxx\": 1}]"},
+        "checks.assertions[0].maxx");
 }
 
 TEST_F(ScenarioFile, TheShippedScenariosLoad) {

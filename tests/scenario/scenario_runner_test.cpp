@@ -1,8 +1,13 @@
-// The CI scenario end to end: every request completes, and one seed gives one event-log hash.
+// The CI scenario end to end: every request completes, every checker passes, one seed gives one
+// event-log hash whatever the outputs, and the timeline adds up to the run's own totals.
 #include <filesystem>
+#include <fstream>
+#include <numeric>
+#include <sstream>
 
 #include <gtest/gtest.h>
 
+#include "emu/rt/errors.h"
 #include "emu/scenario/runner.h"
 #include "emu/scenario/scenario.h"
 
@@ -10,6 +15,13 @@ namespace nvl::emu {
 namespace {
 
 const std::filesystem::path kSmallPd = std::filesystem::path(NVL_SCENARIO_DIR) / "ci" / "small-pd.json";
+
+const NamedCheck* find_check(const RunReport& r, const std::string& name) {
+  for (const auto& c : r.checks) {
+    if (c.name == name) return &c;
+  }
+  return nullptr;
+}
 
 TEST(ScenarioRunner, TheCiScenarioCompletesEveryRequest) {
   const RunReport r = run_scenario(load_scenario(kSmallPd));
@@ -24,6 +36,19 @@ TEST(ScenarioRunner, TheCiScenarioCompletesEveryRequest) {
   EXPECT_EQ(r.ttft.count, r.requests_completed);
   EXPECT_LE(r.ttft.p50, r.ttft.p99);
   EXPECT_GT(r.output_tokens_per_s(), 0);
+  EXPECT_EQ(r.gpus, 16u);
+  EXPECT_DOUBLE_EQ(r.gpu_seconds_per_wall_second(), 16 * r.speedup());
+}
+
+TEST(ScenarioRunner, EveryStandardCheckPassesOnTheCiScenario) {
+  const RunReport r = run_scenario(load_scenario(kSmallPd));
+  for (const char* name : {"requests_accounted", "tokens_once_in_order", "kv_memory_baseline", "no_error_events"}) {
+    const NamedCheck* c = find_check(r, name);
+    ASSERT_NE(c, nullptr) << name;
+    EXPECT_TRUE(c->result.pass) << name << ": " << c->result.detail;
+    EXPECT_EQ(c->result.detail.find("skipped"), std::string::npos) << "the CI scenario drains: " << c->result.detail;
+  }
+  EXPECT_TRUE(r.checks_pass());
 }
 
 TEST(ScenarioRunner, OneSeedGivesOneEventLogHash) {
@@ -35,11 +60,112 @@ TEST(ScenarioRunner, OneSeedGivesOneEventLogHash) {
   EXPECT_NE(other.event_log_hash, a.event_log_hash);
 }
 
+TEST(ScenarioRunner, OutputsAndTheProgressBarLeaveTheHashAlone) {
+  const RunReport quiet = run_scenario(load_scenario(kSmallPd, {"outputs.trace=false", "outputs.timeline_interval_s=7"}));
+  std::ostringstream bar;
+  RunControls controls;
+  controls.progress = &bar;
+  const RunReport loud = run_scenario(
+      load_scenario(kSmallPd, {"outputs.trace_window_s=1000", "outputs.timeline_interval_s=0.25"}), controls);
+  EXPECT_EQ(quiet.event_log_hash, loud.event_log_hash);
+  EXPECT_EQ(quiet.trace, nullptr);
+  ASSERT_NE(loud.trace, nullptr);
+  EXPECT_GT(loud.trace->summary().events, 0u);
+}
+
+TEST(ScenarioRunner, TheDeterminismCheckRunsTwice) {
+  const RunReport r = run_scenario(load_scenario(kSmallPd, {"checks.determinism=true"}));
+  const NamedCheck* c = find_check(r, "determinism");
+  ASSERT_NE(c, nullptr);
+  EXPECT_TRUE(c->result.pass) << c->result.detail;
+  EXPECT_NE(c->result.detail.find(r.event_log_hash), std::string::npos);
+  RunControls controls;
+  controls.check_determinism = true;
+  EXPECT_NE(find_check(run_scenario(load_scenario(kSmallPd, {"run.max_sim_seconds=3"}), controls), "determinism"),
+            nullptr);
+}
+
+TEST(ScenarioRunner, AssertionsBecomeChecks) {
+  const RunReport r = run_scenario(load_scenario(
+      kSmallPd, {R"(checks.assertions=[{"metric": "requests.failed", "max": 0},
+                                      {"metric": "requests.completed", "max": 1}])"}));
+  const NamedCheck* none_failed = find_check(r, "assert requests.failed");
+  const NamedCheck* at_most_one = find_check(r, "assert requests.completed");
+  ASSERT_NE(none_failed, nullptr);
+  ASSERT_NE(at_most_one, nullptr);
+  EXPECT_TRUE(none_failed->result.pass) << none_failed->result.detail;
+  EXPECT_FALSE(at_most_one->result.pass) << "more than one request completes";
+  EXPECT_FALSE(r.checks_pass());
+}
+
+TEST(ScenarioRunner, TheTimelineAddsUpToTheRunsTotals) {
+  const RunReport r = run_scenario(load_scenario(kSmallPd, {"outputs.timeline_interval_s=2"}));
+  const Timeline& t = r.timeline;
+  ASSERT_GT(t.samples(), 0u);
+  EXPECT_EQ(t.samples(), static_cast<std::size_t>(std::ceil(r.sim_time_s / 2.0)));
+  EXPECT_DOUBLE_EQ(t.t_s.back(), r.sim_time_s);
+  // Every request completed, so the tokens delivered over time are the completed requests' tokens.
+  double output = 0, input = 0, prev = 0;
+  for (std::size_t i = 0; i < t.samples(); ++i) {
+    output += t.output_tokens_per_s[i] * (t.t_s[i] - prev);
+    input += t.input_tokens_per_s[i] * (t.t_s[i] - prev);
+    prev = t.t_s[i];
+  }
+  EXPECT_NEAR(output, static_cast<double>(r.output_tokens), 1e-6 * static_cast<double>(r.output_tokens));
+  EXPECT_NEAR(input, static_cast<double>(r.input_tokens), 1e-6 * static_cast<double>(r.input_tokens));
+  EXPECT_EQ(t.waiting.back() + t.running.back(), 0) << "the run drained";
+  ASSERT_EQ(t.gpu_busy.size(), 16u);
+  for (const auto& gpu : t.gpu_busy) {
+    ASSERT_EQ(gpu.size(), t.samples());
+    for (double b : gpu) EXPECT_TRUE(b >= 0 && b <= 1) << b;
+    EXPECT_GT(std::accumulate(gpu.begin(), gpu.end(), 0.0), 0) << "every GPU steps (the normal group in lockstep)";
+  }
+  ASSERT_TRUE(t.link_mean.contains("nvlink"));
+  EXPECT_GT(r.links.at("nvlink").peak_channel, 0) << "EP all-to-alls and P/D pushes cross NVLink";
+  EXPECT_GT(r.links.at("nic").peak_channel, 0) << "the prefill worker's KV moves over RDMA";
+  const double hits = r.kv_hits.rate(r.kv_hits.gpu_tokens) + r.kv_hits.rate(r.kv_hits.grace_tokens) +
+                      r.kv_hits.rate(r.kv_hits.remote_tokens);
+  EXPECT_GT(hits, 0) << "agent sessions resend their context";
+  EXPECT_LE(hits, 1);
+}
+
 TEST(ScenarioRunner, TheTimeLimitStopsARun) {
   const RunReport r = run_scenario(load_scenario(kSmallPd, {"run.max_sim_seconds=5"}));
   EXPECT_EQ(r.stop_reason, "time_limit");
   EXPECT_LE(r.sim_time_s, 5.0);
   EXPECT_EQ(r.requests_failed, 0u);
+  const NamedCheck* baseline = find_check(r, "kv_memory_baseline");
+  ASSERT_NE(baseline, nullptr);
+  EXPECT_NE(baseline->result.detail.find("skipped"), std::string::npos) << "requests are still in flight";
+  EXPECT_TRUE(r.checks_pass());
+}
+
+TEST(ScenarioRunner, RecordedStartsNeedATraceThatHasThem) {
+  try {
+    run_scenario(load_scenario(kSmallPd, {"workload.starts=recorded"}));
+    FAIL() << "the coding-agent generator has no recorded start times";
+  } catch (const rt::InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("workload.starts"), std::string::npos) << e.what();
+  }
+}
+
+TEST(ScenarioRunner, RecordedStartsReplayTheTraceTimestampsScaled) {
+  const auto dir = std::filesystem::temp_directory_path() / "nvl_scenario_recorded";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "t.jsonl") << R"({"timestamp": 0, "input_length": 300, "output_length": 4, "hash_ids": [1]})"
+                                 << "\n"
+                                 << R"({"timestamp": 20000, "input_length": 300, "output_length": 4, "hash_ids": [2]})"
+                                 << "\n";
+  std::ofstream(dir / "s.json") << R"({"name": "rec", "model": {"profile": "deepseek-v3"},
+      "deployment": {"normal_gpus": 8, "prefill_gpus": 0}, "workload": {"source": "t.jsonl", "starts": "recorded"}})";
+  const RunReport at_pace = run_scenario(load_scenario(dir / "s.json"));
+  const RunReport twice_as_fast = run_scenario(load_scenario(dir / "s.json", {"workload.rate_scale=2"}));
+  ASSERT_EQ(at_pace.requests_completed, 2u);
+  // The second request arrives at 20 s (10 s at rate_scale 2) and the run ends shortly after it.
+  EXPECT_GT(at_pace.sim_time_s, 20.0);
+  EXPECT_LT(at_pace.sim_time_s, 21.0);
+  EXPECT_GT(twice_as_fast.sim_time_s, 10.0);
+  EXPECT_LT(twice_as_fast.sim_time_s, 11.0);
 }
 
 }  // namespace

@@ -1,0 +1,99 @@
+#include "emu/faults/fault_timeline.h"
+
+#include <algorithm>
+
+namespace nvl::emu {
+
+std::size_t FaultTimeline::hit(rt::Time t, FaultKind kind, const FaultTarget& target, bool random) {
+  FaultEntry e;
+  e.kind = kind;
+  e.target = target.type == FaultTarget::Type::none ? "router" : target.text;
+  e.gpu = target.type == FaultTarget::Type::gpu ? target.gpu : -1;
+  e.random = random;
+  e.hit = t;
+  entries_.push_back(std::move(e));
+  return entries_.size() - 1;
+}
+
+void FaultTimeline::detected(std::size_t i, rt::Time t, std::string by) {
+  FaultEntry& e = entries_.at(i);
+  e.detected = t;
+  e.detected_by = std::move(by);
+}
+
+void FaultTimeline::recovered(std::size_t i, rt::Time t, std::string how) {
+  FaultEntry& e = entries_.at(i);
+  e.recovered = t;
+  e.recovery = std::move(how);
+}
+
+FaultEntry* FaultTimeline::open(std::int64_t gpu, std::initializer_list<FaultKind> kinds, bool detected) {
+  for (auto it = entries_.rbegin(); it != entries_.rend(); ++it) {
+    if (it->gpu != gpu || std::find(kinds.begin(), kinds.end(), it->kind) == kinds.end()) continue;
+    if (detected ? (it->detected && !it->recovered) : !it->detected) return &*it;
+  }
+  return nullptr;
+}
+
+void FaultTimeline::on_record(rt::Time t, std::string_view source, std::string_view kind, const nlohmann::json& fields) {
+  const std::initializer_list<FaultKind> kRankFaults = {FaultKind::gpu_lost, FaultKind::gpu_ecc, FaultKind::worker_crash};
+  if (source == "health" && kind == "rank_declared_dead") {
+    // Normal rank r runs on GPU r.
+    if (FaultEntry* e = open(fields.at("rank").get<std::int64_t>(), kRankFaults, false)) {
+      e->detected = t;
+      e->detected_by = fields.at("how").get<std::string>();
+      e->detail["declared_why"] = fields.at("why");
+    }
+  } else if (source == "normal-group" && kind == "rank_removed") {
+    if (FaultEntry* e = open(fields.at("rank").get<std::int64_t>(), kRankFaults, true)) {
+      e->requests_affected += fields.at("requests").get<std::int64_t>();
+      if (e->kind == FaultKind::gpu_lost) {
+        e->recovered = t;
+        e->recovery = "rank removed: its requests moved to healthy ranks, the EP group went on without it";
+      }
+    }
+  } else if (source == "eplb" && kind == "experts_replaced") {
+    if (FaultEntry* e = open(fields.at("rank").get<std::int64_t>(), kRankFaults, true)) e->detail["experts"] = fields;
+    else if (FaultEntry* lost = open(fields.at("rank").get<std::int64_t>(), {FaultKind::gpu_lost}, false)) lost->detail["experts"] = fields;
+  } else if (source == "health" && kind == "rank_back") {
+    if (FaultEntry* e = open(fields.at("rank").get<std::int64_t>(), {FaultKind::gpu_ecc, FaultKind::worker_crash}, true)) {
+      e->recovered = t;
+      e->recovery = e->kind == FaultKind::gpu_ecc ? "drained, reset and back in the group" : "worker restarted and back in the group";
+    }
+  } else if (kind == "thermal_throttle_end" && source.starts_with("gpu")) {
+    const std::int64_t gpu = std::stoll(std::string(source.substr(3)));
+    for (auto it = entries_.rbegin(); it != entries_.rend(); ++it) {
+      if (it->kind == FaultKind::straggler && it->gpu == gpu && !it->recovered) {
+        it->recovered = t;
+        it->recovery = "clock back to full speed";
+        break;
+      }
+    }
+  }
+}
+
+nlohmann::json FaultTimeline::to_json() const {
+  nlohmann::json out = nlohmann::json::array();
+  const auto s = [](const std::optional<rt::Time>& t) {
+    return t ? nlohmann::json(t->since_start().seconds()) : nlohmann::json(nullptr);
+  };
+  for (const FaultEntry& e : entries_) {
+    nlohmann::json j;
+    j["kind"] = std::string(to_string(e.kind));
+    j["target"] = e.target;
+    j["random"] = e.random;
+    j["hit_s"] = e.hit.since_start().seconds();
+    j["detected_s"] = s(e.detected);
+    j["detected_by"] = e.detected_by.empty() ? nlohmann::json(nullptr) : nlohmann::json(e.detected_by);
+    j["detection_delay_s"] = e.detected ? nlohmann::json((*e.detected - e.hit).seconds()) : nlohmann::json(nullptr);
+    j["recovered_s"] = s(e.recovered);
+    j["recovery"] = e.recovery.empty() ? nlohmann::json(nullptr) : nlohmann::json(e.recovery);
+    j["recovery_time_s"] = e.recovered ? nlohmann::json((*e.recovered - e.hit).seconds()) : nlohmann::json(nullptr);
+    j["requests_affected"] = e.requests_affected;
+    j["detail"] = e.detail;
+    out.push_back(std::move(j));
+  }
+  return out;
+}
+
+}  // namespace nvl::emu

@@ -1,0 +1,83 @@
+#pragma once
+// One HTTP connection of the OpenAI-compatible server (Boost.Beast). Every handler runs on the
+// connection's strand; the engine's token updates are posted onto it. A generation answers with
+// server-sent events (chunked) or one JSON body and then closes the connection; while it runs, a read
+// stays posted on the socket so that a client that goes away is noticed at once and its request is
+// cancelled (which frees its KV).
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+
+#include "emu/live/api_error.h"
+#include "emu/live/filler_text.h"
+#include "emu/live/live_engine.h"
+#include "emu/live/openai_api.h"
+
+namespace nvl::emu::live {
+
+struct HttpConfig {
+  std::uint64_t body_limit_bytes = 4 * 1024 * 1024;  // larger request bodies get 413
+  std::chrono::seconds read_timeout{30};             // for a request's header and body
+  std::int64_t started_s = 0;                        // Unix time the server started (model "created")
+};
+
+class HttpSession : public std::enable_shared_from_this<HttpSession> {
+ public:
+  // `generating` counts the sessions with a generation not yet closed (the server waits for them at shutdown).
+  HttpSession(boost::asio::ip::tcp::socket socket, LiveEngine& engine, const HttpConfig& config,
+              std::atomic<int>& generating);
+  void run();
+
+ private:
+  using Request = boost::beast::http::request<boost::beast::http::string_body>;
+  using Response = boost::beast::http::response<boost::beast::http::string_body>;
+
+  void read_request();
+  void on_read(boost::beast::error_code ec);
+  void dispatch(const Request& req);
+  void respond(Response res);
+  void respond_json(int status, const nlohmann::json& body, bool keep_alive);
+  void respond_error(const ApiError& e);
+  void metrics();
+  void health();
+  void fault(const Request& req);
+  void generate(Endpoint endpoint, const Request& req);
+  // Generation, on the strand.
+  void on_update(const StreamUpdate& u);
+  void finish_stream(const StreamUpdate& u);
+  void finish_whole(const StreamUpdate& u);
+  void send_event(const std::string& data);
+  void write_next();
+  void watch_disconnect();
+  void close();
+
+  boost::beast::tcp_stream stream_;
+  LiveEngine& engine_;
+  const HttpConfig& config_;
+  std::atomic<int>& generating_;
+  bool counted_ = false;  // this session is in generating_
+  boost::beast::flat_buffer buffer_;
+  std::optional<boost::beast::http::request_parser<boost::beast::http::string_body>> parser_;
+  bool keep_alive_ = false;  // the request being answered asked to keep the connection
+  // The generation in progress.
+  std::optional<CompletionRequest> request_;
+  std::optional<FillerText> filler_;
+  ResponseContext context_;
+  engine::RequestId id_ = 0;
+  std::string text_;  // non-streaming: the answer so far
+  bool over_ = false;  // the request finished, failed or was cancelled
+  std::deque<std::string> outbox_;  // streaming: bytes not yet written, the front one being written
+  bool writing_ = false;
+  bool close_after_write_ = false;
+  char probe_[64] = {};
+};
+
+}  // namespace nvl::emu::live

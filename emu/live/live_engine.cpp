@@ -1,0 +1,299 @@
+#include "emu/live/live_engine.h"
+
+#include <chrono>
+#include <optional>
+
+#include <spdlog/spdlog.h>
+
+namespace nvl::emu::live {
+
+namespace {
+
+// How long a reader waits for the runtime thread's answer before using the last known gauges.
+constexpr auto kGaugeWait = std::chrono::seconds(2);
+// How often (wall seconds) the ranks' health is read for admission and /health: ranks also come back
+// on their own (a GPU reset, a worker restart).
+constexpr double kHealthPollWallS = 0.02;
+
+}  // namespace
+
+LiveEngine::LiveEngine(const Scenario& scenario, LiveOptions opts) : opts_(opts), seed_(scenario.seed) {
+  std::promise<void> ready;
+  std::future<void> built = ready.get_future();
+  thread_ = std::thread([this, &scenario, &ready] { serve(scenario, ready); });
+  try {
+    built.get();
+  } catch (...) {
+    thread_.join();
+    throw;
+  }
+}
+
+LiveEngine::~LiveEngine() { stop(); }
+
+void LiveEngine::serve(const Scenario& scenario, std::promise<void>& ready) {
+  std::optional<rt::RealTimeRuntime> rt;
+  std::unique_ptr<Deployment> deployment;
+  std::unique_ptr<LiveFaults> faults;
+  try {
+    rt.emplace(rt::LoopOptions{.seed = scenario.seed}, opts_.time_scale);
+    deployment = std::make_unique<Deployment>(
+        *rt, scenario, [this](engine::RequestId id, std::int64_t count, bool, bool) { on_tokens(id, count); },
+        [this](const engine::RequestTiming& t) { on_done(t); });
+    model_name_ = deployment->model().name;
+    block_tokens_ = deployment->kv_block_tokens();
+    // The longest context one normal rank's KV cache can hold.
+    max_prompt_tokens_ = deployment->system().normal().kv(0).gpu().capacity() * block_tokens_;
+    deployment_ = deployment.get();
+    faults = std::make_unique<LiveFaults>(*rt, scenario, *deployment);
+    faults_ = faults.get();
+    refresh_health();
+    std::lock_guard<std::mutex> lock(rt_mu_);
+    rt_ = &*rt;
+  } catch (...) {
+    ready.set_exception(std::current_exception());
+    return;
+  }
+  ready.set_value();
+  std::function<void()> poll_health = [&] {
+    refresh_health();
+    rt->call_after(rt::from_seconds(kHealthPollWallS * opts_.time_scale), poll_health);
+  };
+  try {
+    poll_health();
+    rt::RunOptions run;
+    run.serve = true;
+    rt->run(run);
+  } catch (const std::exception& e) {
+    spdlog::error("live: the emulated rack stopped: {}", e.what());
+    dead_ = true;
+    fail_all(std::string("the emulated rack stopped: ") + e.what());
+  }
+  {
+    std::lock_guard<std::mutex> lock(rt_mu_);
+    rt_ = nullptr;
+  }
+  dead_ = true;
+  fail_all("server shutting down");
+  faults_ = nullptr;
+  faults.reset();
+  deployment_ = nullptr;
+  deployment.reset();
+  rt.reset();
+}
+
+bool LiveEngine::post(std::function<void()> fn) {
+  std::lock_guard<std::mutex> lock(rt_mu_);
+  if (rt_ == nullptr) return false;
+  rt_->post(std::move(fn));
+  return true;
+}
+
+Admission LiveEngine::submit(std::int64_t prompt_tokens, std::vector<engine::BlockHash> hashes,
+                             std::int64_t max_tokens, StreamSink sink) {
+  Admission a;
+  if (!healthy()) {
+    a.refusal = Refusal::unhealthy;
+    a.detail = "no healthy worker: every normal rank's GPU has failed";
+    return a;
+  }
+  if (prompt_tokens + max_tokens > max_prompt_tokens_) {
+    a.refusal = Refusal::too_long;
+    a.detail = "this request needs " + std::to_string(prompt_tokens + max_tokens) + " tokens (" +
+               std::to_string(prompt_tokens) + " in the prompt, " + std::to_string(max_tokens) +
+               " to generate), more than the " + std::to_string(max_prompt_tokens_) + " a rank's KV cache holds";
+    return a;
+  }
+  {
+    std::lock_guard<std::mutex> lock(live_mu_);
+    if (live_.size() >= opts_.max_in_flight) {
+      a.refusal = Refusal::queue_full;
+      a.detail = "the server already has " + std::to_string(live_.size()) + " requests in flight (the limit)";
+      return a;
+    }
+    a.id = next_id_++;
+    live_[a.id] = Live{.sink = std::move(sink), .prompt_tokens = prompt_tokens, .output_tokens = 0};
+    in_flight_ = live_.size();
+  }
+  const engine::RequestId id = a.id;
+  if (!post([this, id, prompt_tokens, hashes = std::move(hashes), max_tokens]() mutable {
+        start(id, prompt_tokens, std::move(hashes), max_tokens);
+      })) {
+    std::lock_guard<std::mutex> lock(live_mu_);
+    live_.erase(id);
+    in_flight_ = live_.size();
+    a.refusal = Refusal::unhealthy;
+    a.detail = "the server is shutting down";
+  }
+  return a;
+}
+
+Admission LiveEngine::submit_text(std::string_view prompt, std::int64_t max_tokens, StreamSink sink) {
+  PromptEstimate e = estimate_prompt(prompt, block_tokens_);
+  return submit(e.tokens, std::move(e.block_hashes), max_tokens, std::move(sink));
+}
+
+void LiveEngine::start(engine::RequestId id, std::int64_t prompt_tokens, std::vector<engine::BlockHash> hashes,
+                       std::int64_t max_tokens) {
+  {
+    std::lock_guard<std::mutex> lock(live_mu_);
+    if (!live_.contains(id)) return;  // cancelled before it reached the engine
+  }
+  engine::RequestState r;
+  r.id = id;
+  r.arrival = rt_->now();
+  r.prompt_tokens = prompt_tokens;
+  r.prompt_hashes = std::move(hashes);
+  r.max_output_tokens = max_tokens;
+  try {
+    deployment_->system().submit(std::move(r));
+  } catch (const std::exception& e) {
+    engine::RequestTiming t;
+    t.id = id;
+    t.prompt_tokens = prompt_tokens;
+    t.failure = std::string("refused by the engine: ") + e.what();
+    on_done(t);
+  }
+}
+
+void LiveEngine::on_tokens(engine::RequestId id, std::int64_t count) {
+  StreamSink sink;
+  StreamUpdate u;
+  {
+    std::lock_guard<std::mutex> lock(live_mu_);
+    const auto it = live_.find(id);
+    if (it == live_.end()) return;
+    it->second.output_tokens += count;
+    u.new_tokens = count;
+    u.prompt_tokens = it->second.prompt_tokens;
+    u.output_tokens = it->second.output_tokens;
+    sink = it->second.sink;
+  }
+  sink(u);
+}
+
+void LiveEngine::on_done(const engine::RequestTiming& t) {
+  StreamSink sink;
+  StreamUpdate u;
+  {
+    std::lock_guard<std::mutex> lock(live_mu_);
+    const auto it = live_.find(t.id);
+    if (it == live_.end()) return;
+    u.prompt_tokens = it->second.prompt_tokens;
+    u.output_tokens = it->second.output_tokens;
+    sink = std::move(it->second.sink);
+    live_.erase(it);
+    in_flight_ = live_.size();
+  }
+  metrics_.record_done(t);
+  u.finished = true;
+  u.failure = t.failure;
+  sink(u);
+}
+
+void LiveEngine::cancel(engine::RequestId id) {
+  {
+    std::lock_guard<std::mutex> lock(live_mu_);
+    if (live_.erase(id) == 0) return;
+    in_flight_ = live_.size();
+  }
+  metrics_.record_cancelled();
+  post([this, id] {
+    try {
+      deployment_->system().cancel(id);
+    } catch (const std::exception& e) {
+      spdlog::warn("live: cancelling request {}: {}", id, e.what());
+    }
+  });
+}
+
+std::string LiveEngine::inject(const nlohmann::json& fault) {
+  auto done = std::make_shared<std::promise<std::string>>();
+  std::future<std::string> result = done->get_future();
+  if (!post([this, fault, done] {
+        try {
+          faults_->inject(fault, [this, done](const std::string& what) {
+            refresh_health();
+            done->set_value(what);
+          });
+        } catch (...) {
+          done->set_exception(std::current_exception());
+        }
+      })) {
+    throw std::runtime_error("the server is shutting down");
+  }
+  std::string what = result.get();
+  metrics_.record_fault();
+  return what;
+}
+
+void LiveEngine::refresh_health() {
+  std::int64_t healthy = 0;
+  const engine::NormalWorkerGroup& group = deployment_->system().normal();
+  // A rank serves when its GPU is healthy and the group still steps it (not removed after a fault, its
+  // worker not crashed and restarting).
+  for (std::int32_t r = 0; r < group.ranks(); ++r) {
+    const bool gpu_ok = deployment_->cluster().fleet().device(group.device_of(r)).health() == hal::DeviceHealth::healthy;
+    if (gpu_ok && group.live(r)) ++healthy;
+  }
+  healthy_ranks_ = healthy;
+}
+
+EngineGauges LiveEngine::read_gauges() {
+  refresh_health();
+  EngineGauges g;
+  engine::NormalWorkerGroup& group = deployment_->system().normal();
+  std::int64_t used = 0, capacity = 0;
+  for (std::int32_t r = 0; r < group.ranks(); ++r) {
+    g.running += group.load(r).running;
+    used += group.kv(r).gpu().used_blocks();
+    capacity += group.kv(r).gpu().capacity();
+  }
+  g.waiting = std::max<std::int64_t>(0, static_cast<std::int64_t>(in_flight_.load()) - g.running);
+  g.kv_usage = capacity > 0 ? static_cast<double>(used) / static_cast<double>(capacity) : 0.0;
+  g.healthy_ranks = healthy_ranks_.load();
+  g.total_ranks = group.ranks();
+  return g;
+}
+
+EngineGauges LiveEngine::gauges() {
+  auto answer = std::make_shared<std::promise<EngineGauges>>();
+  std::future<EngineGauges> result = answer->get_future();
+  if (post([this, answer] { answer->set_value(read_gauges()); }) &&
+      result.wait_for(kGaugeWait) == std::future_status::ready) {
+    std::lock_guard<std::mutex> lock(gauges_mu_);
+    last_gauges_ = result.get();
+    return last_gauges_;
+  }
+  std::lock_guard<std::mutex> lock(gauges_mu_);
+  EngineGauges g = last_gauges_;
+  g.healthy_ranks = healthy() ? g.healthy_ranks : 0;
+  return g;
+}
+
+void LiveEngine::fail_all(const std::string& why) {
+  std::map<engine::RequestId, Live> gone;
+  {
+    std::lock_guard<std::mutex> lock(live_mu_);
+    gone.swap(live_);
+    in_flight_ = 0;
+  }
+  for (auto& [id, l] : gone) {
+    StreamUpdate u;
+    u.finished = true;
+    u.failure = why;
+    u.prompt_tokens = l.prompt_tokens;
+    u.output_tokens = l.output_tokens;
+    l.sink(u);
+  }
+}
+
+void LiveEngine::stop() {
+  {
+    std::lock_guard<std::mutex> lock(rt_mu_);
+    if (rt_ != nullptr) rt_->stop();
+  }
+  if (thread_.joinable() && thread_.get_id() != std::this_thread::get_id()) thread_.join();
+}
+
+}  // namespace nvl::emu::live

@@ -1,0 +1,120 @@
+#pragma once
+// The emulated rack running in real time for network clients. The runtime and the deployment live on
+// one thread of their own (the only one that touches engine state); HTTP and gRPC threads hand work
+// in with the runtime's post() and get tokens back through the StreamSink they pass, which runs on the
+// runtime thread and must only hand the update on (to a strand or a queue), never block.
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <future>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "emu/live/live_faults.h"
+#include "emu/live/live_metrics.h"
+#include "emu/live/prompt_estimate.h"
+#include "emu/rt/real_time_runtime.h"
+#include "emu/scenario/deployment.h"
+#include "emu/scenario/scenario.h"
+
+namespace nvl::emu::live {
+
+struct LiveOptions {
+  double time_scale = 1.0;        // emulated seconds per wall second
+  std::size_t max_in_flight = 1024;  // admitted requests not yet over; beyond it new ones are refused (429)
+};
+
+// What happened to a request since the last update.
+struct StreamUpdate {
+  std::int64_t new_tokens = 0;
+  bool finished = false;
+  std::string failure;  // set when it ended without finishing (a fault, a shutdown)
+  std::int64_t prompt_tokens = 0;
+  std::int64_t output_tokens = 0;  // delivered so far
+};
+using StreamSink = std::function<void(const StreamUpdate&)>;
+
+enum class Refusal { none, queue_full, unhealthy, too_long };
+
+struct Admission {
+  engine::RequestId id = 0;
+  Refusal refusal = Refusal::none;
+  std::string detail;  // why, when refused
+};
+
+class LiveEngine {
+ public:
+  // Builds the deployment on the runtime thread and starts serving; the scenario's workload is not
+  // run. A bad deployment is the rt::InputError the deployment throws, rethrown here.
+  LiveEngine(const Scenario& scenario, LiveOptions opts);
+  ~LiveEngine();
+  LiveEngine(const LiveEngine&) = delete;
+  LiveEngine& operator=(const LiveEngine&) = delete;
+
+  // Thread-safe. Admits a prompt of `prompt_tokens` with these block hashes, or refuses it at once.
+  Admission submit(std::int64_t prompt_tokens, std::vector<engine::BlockHash> hashes, std::int64_t max_tokens,
+                   StreamSink sink);
+  // Thread-safe. The same for a prompt's text, its tokens and block hashes estimated (prompt_estimate.h).
+  Admission submit_text(std::string_view prompt, std::int64_t max_tokens, StreamSink sink);
+  // Thread-safe. The request's sink hears nothing more; its KV is freed.
+  void cancel(engine::RequestId id);
+  // Thread-safe. Injects a fault (live_faults.h) and returns its description once it has hit; a bad
+  // fault is the rt::InputError naming its key, rethrown here.
+  std::string inject(const nlohmann::json& fault);
+  // Thread-safe. Read on the runtime thread (the last values if it does not answer in time).
+  EngineGauges gauges();
+  // Thread-safe; stops the runtime and fails whatever is still in flight.
+  void stop();
+
+  bool healthy() const { return healthy_ranks_.load() > 0 && !dead_.load(); }
+  std::int64_t block_tokens() const { return block_tokens_; }
+  std::int64_t max_prompt_tokens() const { return max_prompt_tokens_; }
+  const std::string& model_name() const { return model_name_; }
+  std::uint64_t seed() const { return seed_; }
+  LiveMetrics& metrics() { return metrics_; }
+  std::size_t in_flight() const { return in_flight_.load(); }
+
+ private:
+  struct Live {
+    StreamSink sink;
+    std::int64_t prompt_tokens = 0;
+    std::int64_t output_tokens = 0;
+  };
+  void serve(const Scenario& scenario, std::promise<void>& ready);
+  // False when the runtime is gone.
+  bool post(std::function<void()> fn);
+  void on_tokens(engine::RequestId id, std::int64_t count);
+  void on_done(const engine::RequestTiming& t);
+  void start(engine::RequestId id, std::int64_t prompt_tokens, std::vector<engine::BlockHash> hashes,
+             std::int64_t max_tokens);
+  void fail_all(const std::string& why);
+  void refresh_health();
+  EngineGauges read_gauges();
+
+  LiveOptions opts_;
+  LiveMetrics metrics_;
+  std::string model_name_;
+  std::uint64_t seed_ = 1;
+  std::int64_t block_tokens_ = 64;
+  std::int64_t max_prompt_tokens_ = 0;
+  rt::RealTimeRuntime* rt_ = nullptr;  // guarded by rt_mu_ (posting); set while the runtime runs
+  Deployment* deployment_ = nullptr;   // runtime thread only
+  LiveFaults* faults_ = nullptr;       // runtime thread only
+  std::mutex rt_mu_;
+  // Admitted requests not yet over, by id: every one hears exactly one final update.
+  std::mutex live_mu_;
+  std::map<engine::RequestId, Live> live_;
+  engine::RequestId next_id_ = 1;  // guarded by live_mu_
+  std::atomic<std::size_t> in_flight_{0};
+  std::atomic<std::int64_t> healthy_ranks_{0};
+  std::atomic<bool> dead_{false};
+  std::mutex gauges_mu_;
+  EngineGauges last_gauges_;
+  std::thread thread_;
+};
+
+}  // namespace nvl::emu::live

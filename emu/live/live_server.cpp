@@ -1,0 +1,53 @@
+#include "emu/live/live_server.h"
+
+#include <chrono>
+#include <stdexcept>
+
+namespace nvl::emu::live {
+
+namespace {
+
+// How long answers still being written at shutdown (their last event says the server is shutting
+// down) get before their connections are cut.
+constexpr auto kDrain = std::chrono::milliseconds(1000);
+
+}  // namespace
+
+LiveServer::LiveServer(const Scenario& scenario, LiveServerOptions opts)
+    : engine_(std::make_unique<LiveEngine>(scenario, opts.engine)) {
+  if (opts.grpc_port >= 0) {
+    grpc_service_ = std::make_unique<GrpcFrontend>(*engine_);
+    grpc::ServerBuilder builder;
+    int bound = 0;
+    builder.AddListeningPort(opts.address + ":" + std::to_string(opts.grpc_port), grpc::InsecureServerCredentials(),
+                             &bound);
+    builder.RegisterService(grpc_service_.get());
+    grpc_ = builder.BuildAndStart();
+    if (!grpc_ || bound == 0) {
+      engine_->stop();
+      throw std::runtime_error("grpc: cannot listen on " + opts.address + ":" + std::to_string(opts.grpc_port));
+    }
+    grpc_port_ = bound;
+  }
+  opts.http.started_s =
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  try {
+    http_ = std::make_unique<HttpServer>(*engine_, opts.http, opts.address, static_cast<std::uint16_t>(opts.http_port),
+                                         opts.http_threads);
+  } catch (...) {
+    stop();
+    throw;
+  }
+}
+
+LiveServer::~LiveServer() { stop(); }
+
+void LiveServer::stop() {
+  // Refuse new work, fail what is in flight (each client hears why), let the frontends flush, stop.
+  if (http_) http_->stop_accepting();
+  engine_->stop();
+  if (http_) http_->stop(kDrain);
+  if (grpc_) grpc_->Shutdown(std::chrono::system_clock::now() + kDrain);
+}
+
+}  // namespace nvl::emu::live

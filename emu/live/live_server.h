@@ -1,0 +1,46 @@
+#pragma once
+// Live mode assembled: the emulated rack on its runtime thread (LiveEngine), the OpenAI-compatible
+// HTTP server and the gRPC frontend in front of it. Stopping closes the frontends first, then the rack.
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include <grpcpp/grpcpp.h>
+
+#include "emu/live/grpc_frontend.h"
+#include "emu/live/http_server.h"
+#include "emu/live/live_engine.h"
+
+namespace nvl::emu::live {
+
+struct LiveServerOptions {
+  LiveOptions engine;
+  HttpConfig http;
+  std::string address = "127.0.0.1";
+  int http_port = 8000;   // 0: any free port
+  int grpc_port = 50051;  // 0: any free port; negative: no gRPC
+  int http_threads = 4;
+};
+
+class LiveServer {
+ public:
+  // A port that cannot be bound is a std::runtime_error naming it.
+  LiveServer(const Scenario& scenario, LiveServerOptions opts);
+  ~LiveServer();
+  LiveServer(const LiveServer&) = delete;
+  LiveServer& operator=(const LiveServer&) = delete;
+
+  std::uint16_t http_port() const { return http_->port(); }
+  int grpc_port() const { return grpc_port_; }
+  LiveEngine& engine() { return *engine_; }
+  void stop();
+
+ private:
+  std::unique_ptr<LiveEngine> engine_;
+  std::unique_ptr<GrpcFrontend> grpc_service_;
+  std::unique_ptr<grpc::Server> grpc_;
+  int grpc_port_ = -1;
+  std::unique_ptr<HttpServer> http_;
+};
+
+}  // namespace nvl::emu::live

@@ -1,0 +1,176 @@
+#include "emu/live/openai_api.h"
+
+#include <set>
+
+#include "emu/live/api_error.h"
+
+namespace nvl::emu::live {
+
+namespace {
+
+// Far beyond any rank's KV cache (whose limit gives 413), but keeps the sums in range.
+constexpr std::int64_t kMaxTokensLimit = 1'000'000'000;
+
+const std::set<std::string, std::less<>> kRoles = {"system", "developer", "user", "assistant", "tool"};
+
+std::string message_content(const nlohmann::json& content, const std::string& param) {
+  if (content.is_string()) return content.get<std::string>();
+  if (content.is_array()) {
+    std::string text;
+    for (const auto& part : content) {
+      if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") || !part["text"].is_string()) {
+        throw ApiError::bad_request("each content part must be {\"type\": \"text\", \"text\": string}", param);
+      }
+      text += part["text"].get<std::string>();
+    }
+    return text;
+  }
+  if (content.is_null()) return "";
+  throw ApiError::bad_request("content must be a string or an array of text parts", param);
+}
+
+std::string chat_prompt(const nlohmann::json& body) {
+  if (!body.contains("messages")) throw ApiError::bad_request("'messages' is required", "messages");
+  const auto& messages = body["messages"];
+  if (!messages.is_array() || messages.empty()) {
+    throw ApiError::bad_request("'messages' must be a non-empty array", "messages");
+  }
+  std::string text;
+  for (std::size_t i = 0; i < messages.size(); ++i) {
+    const std::string param = "messages[" + std::to_string(i) + "]";
+    const auto& m = messages[i];
+    if (!m.is_object()) throw ApiError::bad_request("each message must be an object", param);
+    if (!m.contains("role") || !m["role"].is_string() || !kRoles.contains(m["role"].get<std::string>())) {
+      throw ApiError::bad_request("role must be one of system, developer, user, assistant, tool", param + ".role");
+    }
+    text += m["role"].get<std::string>() + ": " + message_content(m.value("content", nlohmann::json()), param + ".content") +
+            "\n";
+  }
+  return text;
+}
+
+std::string completion_prompt(const nlohmann::json& body) {
+  if (!body.contains("prompt")) throw ApiError::bad_request("'prompt' is required", "prompt");
+  const auto& p = body["prompt"];
+  if (p.is_string()) return p.get<std::string>();
+  if (p.is_array() && p.size() == 1 && p[0].is_string()) return p[0].get<std::string>();
+  throw ApiError::bad_request("'prompt' must be a string (or an array of one string)", "prompt");
+}
+
+std::int64_t max_tokens(const nlohmann::json& body, Endpoint endpoint) {
+  const char* key = endpoint == Endpoint::chat && body.contains("max_completion_tokens") ? "max_completion_tokens"
+                                                                                          : "max_tokens";
+  if (!body.contains(key) || body[key].is_null()) {
+    return endpoint == Endpoint::chat ? kDefaultChatTokens : kDefaultCompletionTokens;
+  }
+  const auto& v = body[key];
+  if (!v.is_number_integer() || v.get<long long>() < 1 || v.get<long long>() > kMaxTokensLimit) {
+    throw ApiError::bad_request(std::string("'") + key + "' must be an integer from 1 to " +
+                                    std::to_string(kMaxTokensLimit),
+                                key);
+  }
+  return v.get<std::int64_t>();
+}
+
+}  // namespace
+
+CompletionRequest parse_completion_request(Endpoint endpoint, std::string_view body, const std::string& served_model) {
+  nlohmann::json j = nlohmann::json::parse(body, nullptr, false);
+  if (j.is_discarded()) throw ApiError::bad_request("the body is not valid JSON");
+  if (!j.is_object()) throw ApiError::bad_request("the body must be a JSON object");
+  CompletionRequest r;
+  r.endpoint = endpoint;
+  if (!j.contains("model") || !j["model"].is_string()) throw ApiError::bad_request("'model' must be a string", "model");
+  r.model = j["model"].get<std::string>();
+  if (r.model != served_model) {
+    throw ApiError(404, "The model `" + r.model + "` does not exist. This server serves `" + served_model + "`.",
+                   "invalid_request_error", "model", "model_not_found");
+  }
+  r.prompt_text = endpoint == Endpoint::chat ? chat_prompt(j) : completion_prompt(j);
+  r.max_tokens = max_tokens(j, endpoint);
+  if (j.contains("stream") && !j["stream"].is_null()) {
+    if (!j["stream"].is_boolean()) throw ApiError::bad_request("'stream' must be a boolean", "stream");
+    r.stream = j["stream"].get<bool>();
+  }
+  if (j.contains("n") && !j["n"].is_null() && !(j["n"].is_number_integer() && j["n"].get<long long>() == 1)) {
+    throw ApiError::bad_request("only n = 1 is supported", "n");
+  }
+  if (j.contains("stream_options") && !j["stream_options"].is_null()) {
+    const auto& o = j["stream_options"];
+    if (!o.is_object()) throw ApiError::bad_request("'stream_options' must be an object", "stream_options");
+    if (!r.stream) throw ApiError::bad_request("'stream_options' needs 'stream': true", "stream_options");
+    if (o.contains("include_usage")) {
+      if (!o["include_usage"].is_boolean()) {
+        throw ApiError::bad_request("'include_usage' must be a boolean", "stream_options.include_usage");
+      }
+      r.include_usage = o["include_usage"].get<bool>();
+    }
+  }
+  return r;
+}
+
+nlohmann::json stream_chunk(const ResponseContext& ctx, std::string_view text, bool first,
+                            const std::optional<std::string>& finish_reason) {
+  nlohmann::json choice = {{"index", 0}, {"finish_reason", nullptr}};
+  if (finish_reason) choice["finish_reason"] = *finish_reason;
+  nlohmann::json chunk = {{"id", ctx.id}, {"created", ctx.created_s}, {"model", ctx.model}};
+  if (ctx.endpoint == Endpoint::chat) {
+    nlohmann::json delta = nlohmann::json::object();
+    if (first) delta["role"] = "assistant";
+    if (!text.empty() || first) delta["content"] = std::string(text);
+    choice["delta"] = delta;
+    choice["logprobs"] = nullptr;
+    chunk["object"] = "chat.completion.chunk";
+  } else {
+    choice["text"] = std::string(text);
+    choice["logprobs"] = nullptr;
+    chunk["object"] = "text_completion";
+  }
+  chunk["choices"] = nlohmann::json::array({choice});
+  return chunk;
+}
+
+namespace {
+
+nlohmann::json usage(std::int64_t prompt_tokens, std::int64_t completion_tokens) {
+  return {{"prompt_tokens", prompt_tokens},
+          {"completion_tokens", completion_tokens},
+          {"total_tokens", prompt_tokens + completion_tokens}};
+}
+
+}  // namespace
+
+nlohmann::json usage_chunk(const ResponseContext& ctx, std::int64_t prompt_tokens, std::int64_t completion_tokens) {
+  return {{"id", ctx.id},
+          {"object", ctx.endpoint == Endpoint::chat ? "chat.completion.chunk" : "text_completion"},
+          {"created", ctx.created_s},
+          {"model", ctx.model},
+          {"choices", nlohmann::json::array()},
+          {"usage", usage(prompt_tokens, completion_tokens)}};
+}
+
+nlohmann::json full_response(const ResponseContext& ctx, std::string_view text, const std::string& finish_reason,
+                             std::int64_t prompt_tokens, std::int64_t completion_tokens) {
+  nlohmann::json choice = {{"index", 0}, {"finish_reason", finish_reason}, {"logprobs", nullptr}};
+  if (ctx.endpoint == Endpoint::chat) {
+    choice["message"] = {{"role", "assistant"}, {"content", std::string(text)}};
+  } else {
+    choice["text"] = std::string(text);
+  }
+  return {{"id", ctx.id},
+          {"object", ctx.endpoint == Endpoint::chat ? "chat.completion" : "text_completion"},
+          {"created", ctx.created_s},
+          {"model", ctx.model},
+          {"choices", nlohmann::json::array({choice})},
+          {"usage", usage(prompt_tokens, completion_tokens)}};
+}
+
+nlohmann::json model_list(const std::string& model, std::int64_t created_s) {
+  return {{"object", "list"},
+          {"data", nlohmann::json::array({{{"id", model},
+                                           {"object", "model"},
+                                           {"created", created_s},
+                                           {"owned_by", "nvl72emu"}}})}};
+}
+
+}  // namespace nvl::emu::live

@@ -1,0 +1,48 @@
+#pragma once
+// OpenAI's wire format for /v1/completions and /v1/chat/completions: checking a request body, and
+// the response bodies and server-sent-event chunks (with and without streaming). Bad fields are an
+// ApiError (400, or 404 for a model the server does not serve).
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+namespace nvl::emu::live {
+
+enum class Endpoint { completions, chat };
+
+struct CompletionRequest {
+  Endpoint endpoint = Endpoint::completions;
+  std::string model;
+  std::string prompt_text;  // chat: the messages as "role: content" lines
+  std::int64_t max_tokens = 0;
+  bool stream = false;
+  bool include_usage = false;  // stream_options.include_usage
+};
+
+// OpenAI's documented default for /v1/completions; chat has none, so it gets a larger one.
+inline constexpr std::int64_t kDefaultCompletionTokens = 16;
+inline constexpr std::int64_t kDefaultChatTokens = 256;
+
+CompletionRequest parse_completion_request(Endpoint endpoint, std::string_view body, const std::string& served_model);
+
+// What one response carries about the request as a whole.
+struct ResponseContext {
+  std::string id;  // "cmpl-N" or "chatcmpl-N"
+  std::int64_t created_s = 0;
+  std::string model;
+  Endpoint endpoint = Endpoint::completions;
+};
+
+// A streaming chunk (the JSON after "data: "). `first` adds the chat role; finish_reason ends it.
+nlohmann::json stream_chunk(const ResponseContext& ctx, std::string_view text, bool first,
+                            const std::optional<std::string>& finish_reason);
+// The last chunk when stream_options.include_usage is set: no choices, only usage.
+nlohmann::json usage_chunk(const ResponseContext& ctx, std::int64_t prompt_tokens, std::int64_t completion_tokens);
+nlohmann::json full_response(const ResponseContext& ctx, std::string_view text, const std::string& finish_reason,
+                             std::int64_t prompt_tokens, std::int64_t completion_tokens);
+nlohmann::json model_list(const std::string& model, std::int64_t created_s);
+
+}  // namespace nvl::emu::live

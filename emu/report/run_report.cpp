@@ -1,0 +1,119 @@
+#include "emu/report/run_report.h"
+
+#include <algorithm>
+#include <iomanip>
+
+#include <nlohmann/json.hpp>
+
+namespace nvl::emu {
+
+namespace {
+
+constexpr double kBytesPerMiB = 1024.0 * 1024.0;
+constexpr double kPercent = 100.0;
+
+nlohmann::json latency_json(const LatencySummaryMs& l) {
+  return {{"count", l.count}, {"mean", l.mean}, {"p50", l.p50}, {"p90", l.p90}, {"p99", l.p99}};
+}
+
+void latency_row(std::ostream& os, const char* name, const LatencySummaryMs& l) {
+  os << "  " << std::left << std::setw(6) << name << std::right << std::fixed << std::setprecision(2) << std::setw(12)
+     << l.mean << std::setw(12) << l.p50 << std::setw(12) << l.p90 << std::setw(12) << l.p99 << '\n';
+}
+
+}  // namespace
+
+bool RunReport::checks_pass() const {
+  return std::all_of(checks.begin(), checks.end(), [](const NamedCheck& c) { return c.result.pass; });
+}
+
+nlohmann::json to_json(const RunReport& r) {
+  nlohmann::json j;
+  j["schema_version"] = kReportSchemaVersion;
+  j["scenario"] = r.scenario;
+  j["seed"] = r.seed;
+  j["event_log_hash"] = r.event_log_hash;
+  j["stop_reason"] = r.stop_reason;
+  j["sim_time_s"] = r.sim_time_s;
+  j["wall_time_s"] = r.wall_time_s;
+  j["speedup"] = r.speedup();
+  j["gpus"] = r.gpus;
+  j["gpu_seconds_per_wall_second"] = r.gpu_seconds_per_wall_second();
+  j["peak_rss_bytes"] = r.peak_rss_bytes;
+  j["requests"] = {{"total", r.requests_total},
+                   {"completed", r.requests_completed},
+                   {"failed", r.requests_failed},
+                   {"in_flight", r.requests_in_flight},
+                   {"failed_by_reason", r.failed_by_reason}};
+  j["latency_ms"] = {{"ttft", latency_json(r.ttft)}, {"tpot", latency_json(r.tpot)}, {"e2e", latency_json(r.e2e)}};
+  const double gpus = r.gpus > 0 ? static_cast<double>(r.gpus) : 1.0;
+  j["throughput"] = {{"input_tokens_per_s", r.input_tokens_per_s()},
+                     {"output_tokens_per_s", r.output_tokens_per_s()},
+                     {"per_gpu",
+                      {{"input_tokens_per_s", r.input_tokens_per_s() / gpus},
+                       {"output_tokens_per_s", r.output_tokens_per_s() / gpus}}}};
+  j["routing"] = r.routing;
+  j["kv"] = {{"hit_rate_gpu", r.kv_hits.rate(r.kv_hits.gpu_tokens)},
+             {"hit_rate_grace", r.kv_hits.rate(r.kv_hits.grace_tokens)},
+             {"hit_rate_remote", r.kv_hits.rate(r.kv_hits.remote_tokens)},
+             {"lookup_tokens", r.kv_hits.lookup_tokens},
+             {"transfer_bytes", r.kv_transfer_bytes}};
+  nlohmann::json links = nlohmann::json::object();
+  for (const auto& [cls, u] : r.links) {
+    links[cls] = {{"mean_utilisation", u.mean}, {"peak_utilisation", u.peak}, {"peak_channel_utilisation", u.peak_channel}};
+  }
+  j["links"] = links;
+  nlohmann::json checks = nlohmann::json::object();
+  for (const auto& c : r.checks) checks[c.name] = {{"pass", c.result.pass}, {"detail", c.result.detail}};
+  j["checks"] = checks;
+  j["faults"] = r.faults;
+  j["timeline"] = {{"interval_s", r.timeline.interval_s}, {"samples", r.timeline.samples()}};
+  if (r.trace) {
+    const TraceSummary s = r.trace->summary();
+    // Observing stops at the window's end: what the window left out is reported as simulated time.
+    const double traced_s = std::max(0.0, std::min(r.sim_time_s, s.window_end_s) - s.window_start_s);
+    j["trace"] = {{"events", s.events},
+                  {"traced_sim_s", traced_s},
+                  {"untraced_sim_s", r.sim_time_s - traced_s},
+                  {"dropped_outside_window", s.outside_window},
+                  {"dropped_over_cap", s.over_cap},
+                  {"window_start_s", s.window_start_s},
+                  {"window_end_s", s.window_end_s}};
+  } else {
+    j["trace"] = nullptr;
+  }
+  return j;
+}
+
+void print_summary(std::ostream& os, const RunReport& r) {
+  os << "scenario " << r.scenario << "  seed " << r.seed << "  event-log hash " << r.event_log_hash << '\n';
+  os << std::fixed << std::setprecision(3) << "sim " << r.sim_time_s << " s (" << r.stop_reason << ")  wall "
+     << r.wall_time_s << " s  speedup " << std::setprecision(1) << r.speedup() << "x  "
+     << r.gpu_seconds_per_wall_second() << " GPU-s per wall-s  peak RSS "
+     << std::setprecision(0) << static_cast<double>(r.peak_rss_bytes) / kBytesPerMiB << " MiB\n";
+  os << "requests: " << r.requests_total << " total, " << r.requests_completed << " completed, " << r.requests_failed
+     << " failed, " << r.requests_in_flight << " in flight\n";
+  for (const auto& [reason, n] : r.failed_by_reason) os << "  failed (" << reason << "): " << n << '\n';
+  os << "latency (ms)" << std::setw(8) << "mean" << std::setw(12) << "p50" << std::setw(12) << "p90" << std::setw(12)
+     << "p99" << '\n';
+  latency_row(os, "TTFT", r.ttft);
+  latency_row(os, "TPOT", r.tpot);
+  latency_row(os, "E2E", r.e2e);
+  os << std::setprecision(1) << "throughput: " << r.input_tokens_per_s() << " input tok/s, " << r.output_tokens_per_s()
+     << " output tok/s\n";
+  os << "routing:";
+  for (const auto& [path, n] : r.routing) os << ' ' << path << '=' << n;
+  os << "\nKV: hit rate GPU " << kPercent * r.kv_hits.rate(r.kv_hits.gpu_tokens) << "%, Grace "
+     << kPercent * r.kv_hits.rate(r.kv_hits.grace_tokens) << "%, remote "
+     << kPercent * r.kv_hits.rate(r.kv_hits.remote_tokens) << "%; transferred " << r.kv_transfer_bytes << " bytes\n";
+  os << "links (mean / peak utilisation):";
+  for (const auto& [cls, u] : r.links) os << ' ' << cls << ' ' << kPercent * u.mean << "% / " << kPercent * u.peak << '%';
+  os << "\nchecks:";
+  for (const auto& c : r.checks) os << ' ' << c.name << '=' << (c.result.pass ? "pass" : "FAIL");
+  os << '\n';
+  for (const auto& c : r.checks) {
+    if (!c.result.pass) os << "  FAILED " << c.name << ": " << c.result.detail << '\n';
+  }
+}
+
+}  // namespace nvl::emu

@@ -1,0 +1,85 @@
+#pragma once
+// The figures of one scenario run: the terminal summary, report.json (schema kReportSchemaVersion,
+// documented in scenarios/README.md) and what the HTML report and the trace are drawn from.
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <ostream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "emu/check/check_result.h"
+#include "emu/report/timeline.h"
+#include "emu/report/trace_recorder.h"
+
+namespace nvl::emu {
+
+inline constexpr int kReportSchemaVersion = 2;
+
+struct LatencySummaryMs {
+  std::uint64_t count = 0;
+  double mean = 0, p50 = 0, p90 = 0, p99 = 0;
+  std::vector<double> quantiles;  // 0%, 1%, ..., 100% (for CDF plots); empty without samples
+};
+
+struct KvHits {
+  std::uint64_t lookup_tokens = 0;  // prompt tokens the KV caches were asked to admit
+  std::uint64_t gpu_tokens = 0;     // already in the rank's HBM (not counting prefixes fetched from a peer)
+  std::uint64_t grace_tokens = 0;   // loaded from the rank's Grace memory
+  std::uint64_t remote_tokens = 0;  // fetched from a peer (GPU over NVLink, or its Grace over RDMA)
+  double rate(std::uint64_t hits) const {
+    return lookup_tokens > 0 ? static_cast<double>(hits) / static_cast<double>(lookup_tokens) : 0;
+  }
+};
+
+struct LinkUse {
+  double mean = 0;          // bytes carried over the class's capacity, whole run
+  double peak = 0;          // busiest timeline interval of the class as a whole
+  double peak_channel = 0;  // busiest single channel in any timeline interval
+};
+
+struct NamedCheck {
+  std::string name;
+  CheckResult result;
+};
+
+struct RunReport {
+  std::string scenario;
+  std::uint64_t seed = 0;
+  std::string event_log_hash;
+  std::string stop_reason;  // quiescent or time_limit
+  double sim_time_s = 0;
+  double wall_time_s = 0;
+  std::uint64_t peak_rss_bytes = 0;
+  std::uint64_t gpus = 0;
+  std::uint64_t requests_total = 0;  // submitted
+  std::uint64_t requests_completed = 0;
+  std::uint64_t requests_failed = 0;
+  std::uint64_t requests_in_flight = 0;  // still running when the time limit stopped the run
+  std::map<std::string, std::uint64_t> failed_by_reason;
+  LatencySummaryMs ttft, tpot, e2e;
+  std::uint64_t input_tokens = 0;   // prompts of completed requests
+  std::uint64_t output_tokens = 0;  // delivered to completed requests
+  std::map<std::string, std::uint64_t> routing;  // path -> requests
+  std::uint64_t kv_transfer_bytes = 0;
+  KvHits kv_hits;
+  std::map<std::string, LinkUse> links;  // by link class
+  std::vector<NamedCheck> checks;
+  Timeline timeline;
+  nlohmann::json faults = nlohmann::json::array();  // the fault timeline (emu/faults/fault_timeline.h)
+  std::shared_ptr<const TraceRecorder> trace;  // null when outputs.trace is off
+
+  double speedup() const { return wall_time_s > 0 ? sim_time_s / wall_time_s : 0; }
+  double gpu_seconds_per_wall_second() const { return speedup() * static_cast<double>(gpus); }
+  double input_tokens_per_s() const { return sim_time_s > 0 ? static_cast<double>(input_tokens) / sim_time_s : 0; }
+  double output_tokens_per_s() const { return sim_time_s > 0 ? static_cast<double>(output_tokens) / sim_time_s : 0; }
+  bool checks_pass() const;
+};
+
+nlohmann::json to_json(const RunReport& r);
+void print_summary(std::ostream& os, const RunReport& r);
+
+}  // namespace nvl::emu

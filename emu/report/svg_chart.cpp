@@ -1,0 +1,169 @@
+#include "emu/report/svg_chart.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <iomanip>
+#include <sstream>
+
+namespace nvl::emu {
+
+namespace {
+
+constexpr double kWidth = 720, kHeight = 300;
+constexpr double kLeft = 70, kRight = 150, kTop = 30, kBottom = 45;
+constexpr double kPlotW = kWidth - kLeft - kRight, kPlotH = kHeight - kTop - kBottom;
+constexpr int kTicks = 5;
+constexpr std::size_t kMaxPoints = 1'000;  // per series: enough for a smooth line, small pages
+constexpr std::array<const char*, 8> kColours = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e",
+                                                 "#9467bd", "#8c564b", "#e377c2", "#17becf"};
+
+std::string escape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '&': out += "&amp;"; break;
+      case '"': out += "&quot;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+std::string fmt(double v) {
+  std::ostringstream os;
+  const double a = std::abs(v);
+  if (a != 0 && (a >= 1e6 || a < 1e-2)) {
+    os << std::setprecision(2) << std::scientific << v;
+  } else {
+    os << std::setprecision(a >= 100 ? 0 : 2) << std::fixed << v;
+  }
+  return os.str();
+}
+
+void open_svg(std::ostringstream& os, const ChartOptions& opts) {
+  os << std::fixed << std::setprecision(1);
+  os << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << kWidth << "\" height=\"" << kHeight
+     << "\" font-family=\"sans-serif\" font-size=\"11\">\n";
+  os << "<text x=\"" << kWidth / 2 << "\" y=\"16\" text-anchor=\"middle\" font-size=\"13\" font-weight=\"bold\">"
+     << escape(opts.title) << "</text>\n";
+  os << "<text x=\"" << kLeft + kPlotW / 2 << "\" y=\"" << kHeight - 6 << "\" text-anchor=\"middle\">"
+     << escape(opts.x_label) << "</text>\n";
+  os << "<text transform=\"translate(14," << kTop + kPlotH / 2 << ") rotate(-90)\" text-anchor=\"middle\">"
+     << escape(opts.y_label) << "</text>\n";
+  os << "<rect x=\"" << kLeft << "\" y=\"" << kTop << "\" width=\"" << kPlotW << "\" height=\"" << kPlotH
+     << "\" fill=\"none\" stroke=\"#888\"/>\n";
+}
+
+void y_ticks(std::ostringstream& os, double y_max) {
+  for (int i = 0; i <= kTicks; ++i) {
+    const double v = y_max * i / kTicks;
+    const double y = kTop + kPlotH - kPlotH * i / kTicks;
+    os << "<line x1=\"" << kLeft - 4 << "\" x2=\"" << kLeft + kPlotW << "\" y1=\"" << y << "\" y2=\"" << y
+       << "\" stroke=\"#eee\"/><text x=\"" << kLeft - 6 << "\" y=\"" << y + 4 << "\" text-anchor=\"end\">" << fmt(v)
+       << "</text>\n";
+  }
+}
+
+}  // namespace
+
+std::string SvgChart::lines(const std::vector<ChartSeries>& series, const ChartOptions& opts) {
+  std::ostringstream os;
+  open_svg(os, opts);
+  double x_min = opts.log_x ? 1e300 : 0, x_max = 0, y_max = 0;
+  bool any = false;
+  for (const auto& s : series) {
+    for (std::size_t i = 0; i < s.x.size() && i < s.y.size(); ++i) {
+      if (opts.log_x && s.x[i] <= 0) continue;
+      any = true;
+      x_min = std::min(x_min, s.x[i]);
+      x_max = std::max(x_max, s.x[i]);
+      y_max = std::max(y_max, s.y[i]);
+    }
+  }
+  if (!any) {
+    os << "<text x=\"" << kLeft + kPlotW / 2 << "\" y=\"" << kTop + kPlotH / 2
+       << "\" text-anchor=\"middle\" fill=\"#888\">no data</text>\n</svg>\n";
+    return os.str();
+  }
+  if (opts.y_max) y_max = *opts.y_max;
+  if (y_max <= 0) y_max = 1;
+  if (x_max <= x_min) x_max = x_min + 1;
+  const auto px = [&](double x) {
+    if (opts.log_x) return kLeft + kPlotW * (std::log10(x) - std::log10(x_min)) / (std::log10(x_max) - std::log10(x_min));
+    return kLeft + kPlotW * (x - x_min) / (x_max - x_min);
+  };
+  const auto py = [&](double y) { return kTop + kPlotH - kPlotH * std::clamp(y / y_max, 0.0, 1.0); };
+  y_ticks(os, y_max);
+  for (int i = 0; i <= kTicks; ++i) {
+    const double v = opts.log_x ? std::pow(10.0, std::log10(x_min) + (std::log10(x_max) - std::log10(x_min)) * i / kTicks)
+                                : x_min + (x_max - x_min) * i / kTicks;
+    os << "<text x=\"" << px(v) << "\" y=\"" << kTop + kPlotH + 14 << "\" text-anchor=\"middle\">" << fmt(v)
+       << "</text>\n";
+  }
+  for (std::size_t k = 0; k < series.size(); ++k) {
+    const auto& s = series[k];
+    const std::size_t n = std::min(s.x.size(), s.y.size());
+    const std::size_t stride = std::max<std::size_t>(1, (n + kMaxPoints - 1) / kMaxPoints);
+    const char* colour = kColours[k % kColours.size()];
+    os << "<polyline fill=\"none\" stroke=\"" << colour << "\" stroke-width=\"1.5\" points=\"";
+    for (std::size_t i = 0; i < n; i += stride) {
+      if (opts.log_x && s.x[i] <= 0) continue;
+      os << px(s.x[i]) << ',' << py(s.y[i]) << ' ';
+    }
+    os << "\"/>\n";
+    const double ly = kTop + 10 + 16 * static_cast<double>(k);
+    os << "<line x1=\"" << kLeft + kPlotW + 10 << "\" x2=\"" << kLeft + kPlotW + 28 << "\" y1=\"" << ly << "\" y2=\""
+       << ly << "\" stroke=\"" << colour << "\" stroke-width=\"2\"/><text x=\"" << kLeft + kPlotW + 32 << "\" y=\""
+       << ly + 4 << "\">" << escape(s.name) << "</text>\n";
+  }
+  os << "</svg>\n";
+  return os.str();
+}
+
+std::string SvgChart::heatmap(const std::vector<std::string>& rows, const std::vector<std::vector<double>>& values,
+                              double x_end, const ChartOptions& opts) {
+  std::ostringstream os;
+  open_svg(os, opts);
+  std::size_t columns = 0;
+  for (const auto& r : values) columns = std::max(columns, r.size());
+  if (rows.empty() || columns == 0) {
+    os << "<text x=\"" << kLeft + kPlotW / 2 << "\" y=\"" << kTop + kPlotH / 2
+       << "\" text-anchor=\"middle\" fill=\"#888\">no data</text>\n</svg>\n";
+    return os.str();
+  }
+  // Columns beyond the plot's pixel width are averaged together.
+  const std::size_t cells = std::min<std::size_t>(columns, static_cast<std::size_t>(kPlotW / 4));
+  const double cell_w = kPlotW / static_cast<double>(cells);
+  const double cell_h = kPlotH / static_cast<double>(rows.size());
+  for (std::size_t r = 0; r < rows.size() && r < values.size(); ++r) {
+    const auto& v = values[r];
+    for (std::size_t c = 0; c < cells; ++c) {
+      const std::size_t from = c * columns / cells, to = std::max(from + 1, (c + 1) * columns / cells);
+      double sum = 0;
+      std::size_t n = 0;
+      for (std::size_t i = from; i < to && i < v.size(); ++i, ++n) sum += v[i];
+      const double share = n > 0 ? std::clamp(sum / static_cast<double>(n), 0.0, 1.0) : 0.0;
+      const int shade = static_cast<int>(std::lround(255 * (1 - share)));
+      os << "<rect x=\"" << kLeft + cell_w * static_cast<double>(c) << "\" y=\""
+         << kTop + cell_h * static_cast<double>(r) << "\" width=\"" << cell_w + 0.3 << "\" height=\"" << cell_h + 0.3
+         << "\" fill=\"rgb(" << shade << ',' << shade << ",255)\"/>";
+    }
+    os << '\n';
+  }
+  const std::size_t label_every = std::max<std::size_t>(1, rows.size() / 12);
+  for (std::size_t r = 0; r < rows.size(); r += label_every) {
+    os << "<text x=\"" << kLeft - 6 << "\" y=\"" << kTop + cell_h * (static_cast<double>(r) + 0.5) + 4
+       << "\" text-anchor=\"end\">" << escape(rows[r]) << "</text>\n";
+  }
+  for (int i = 0; i <= kTicks; ++i) {
+    os << "<text x=\"" << kLeft + kPlotW * i / kTicks << "\" y=\"" << kTop + kPlotH + 14 << "\" text-anchor=\"middle\">"
+       << fmt(x_end * i / kTicks) << "</text>\n";
+  }
+  os << "<text x=\"" << kLeft + kPlotW + 10 << "\" y=\"" << kTop + 12 << "\">white 0%, blue 100%</text>\n</svg>\n";
+  return os.str();
+}
+
+}  // namespace nvl::emu

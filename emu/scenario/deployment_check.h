@@ -1,0 +1,12 @@
+#pragma once
+// Impossible deployments, caught when the scenario is read, each as an rt::InputError naming the key to
+// change: an EP group the routed experts do not divide, a prefill TP degree that does not divide the
+// attention heads, layouts that need expert parallelism on one GPU. Whether the model fits in HBM is
+// decided by the engine when the deployment is built (emu/scenario/deployment.cpp names the GPU).
+#include "emu/scenario/scenario.h"
+
+namespace nvl::emu {
+
+void check_deployment(const Scenario& scenario);
+
+}  // namespace nvl::emu

@@ -1,0 +1,156 @@
+#include "emu/scenario/timeline_sampler.h"
+
+#include <algorithm>
+
+namespace nvl::emu {
+
+namespace {
+
+const char* link_class_name(fabric::LinkKind k) {
+  switch (k) {
+    case fabric::LinkKind::nvlink: return "nvlink";
+    case fabric::LinkKind::c2c: return "c2c";
+    case fabric::LinkKind::pcie: return "pcie";
+    case fabric::LinkKind::nic: return "nic";
+    case fabric::LinkKind::uplink: return "uplink";
+  }
+  return "other";
+}
+
+void add(const engine::KvHitCounts& c, KvHits& h) {
+  h.lookup_tokens += static_cast<std::uint64_t>(c.admitted_tokens);
+  // Prefixes fetched from a peer are imported into the GPU pool before the admit counts them as GPU
+  // hits: they are counted once, as remote.
+  h.gpu_tokens += static_cast<std::uint64_t>(std::max<std::int64_t>(0, c.gpu_hit_tokens - c.imported_tokens));
+  h.grace_tokens += static_cast<std::uint64_t>(c.grace_hit_tokens);
+  h.remote_tokens += static_cast<std::uint64_t>(c.imported_tokens);
+}
+
+}  // namespace
+
+TimelineSampler::TimelineSampler(rt::Runtime& rt, Deployment& deployment, double interval_s)
+    : rt_(rt), deployment_(deployment), last_(rt.now()) {
+  timeline_.interval_s = interval_s;
+  fakegpu::GpuFleet& fleet = deployment_.cluster().fleet();
+  timeline_.gpu_busy.resize(static_cast<std::size_t>(fleet.size()));
+  busy_.resize(static_cast<std::size_t>(fleet.size()));
+  for (int i = 0; i < fleet.size(); ++i) {
+    timeline_.gpu_names.push_back("gpu" + std::to_string(i));
+    busy_[static_cast<std::size_t>(i)] = fleet.device(i).compute().busy_time();
+  }
+  const fabric::Fabric& fabric = deployment_.cluster().fabric();
+  const auto& channels = fabric.topology().channels();
+  carried_.resize(channels.size());
+  std::map<std::string, std::size_t> index;
+  for (std::size_t c = 0; c < channels.size(); ++c) {
+    carried_[c] = fabric.carried_bytes(static_cast<int>(c));
+    if (channels[c].links.empty()) continue;
+    const std::string name =
+        link_class_name(fabric.topology().links()[static_cast<std::size_t>(channels[c].links.front())].kind);
+    auto [it, fresh] = index.emplace(name, classes_.size());
+    if (fresh) classes_.push_back(LinkClass{name, {}, 0});
+    classes_[it->second].channels.push_back(static_cast<int>(c));
+    classes_[it->second].capacity_bytes_per_s += fabric.nominal_capacity(static_cast<int>(c));
+  }
+  kv_last_ = kv_hits();
+}
+
+void TimelineSampler::on_submit(const engine::RequestState& r) { prompt_tokens_[r.id] = r.prompt_tokens; }
+
+void TimelineSampler::on_tokens(engine::RequestId id, std::int64_t count, bool first) {
+  output_tokens_ += static_cast<double>(count);
+  if (!first) return;
+  const auto it = prompt_tokens_.find(id);
+  if (it == prompt_tokens_.end()) return;
+  input_tokens_ += static_cast<double>(it->second);
+  prompt_tokens_.erase(it);
+}
+
+KvHits TimelineSampler::kv_hits() const {
+  KvHits h;
+  engine::PdSystem& system = deployment_.system();
+  for (std::int32_t r = 0; r < system.normal().ranks(); ++r) add(system.normal().kv(r).hit_counts(), h);
+  if (system.prefill() != nullptr) add(system.prefill()->kv().hit_counts(), h);
+  return h;
+}
+
+void TimelineSampler::sample() {
+  const rt::Time now = rt_.now();
+  const double dt = (now - last_).seconds();
+  if (dt <= 0) return;
+  last_ = now;
+  Timeline& t = timeline_;
+  t.t_s.push_back(now.since_start().seconds());
+  t.input_tokens_per_s.push_back(input_tokens_ / dt);
+  t.output_tokens_per_s.push_back(output_tokens_ / dt);
+  input_tokens_ = output_tokens_ = 0;
+
+  engine::PdSystem& system = deployment_.system();
+  double waiting = static_cast<double>(system.pending()), running = 0;
+  for (std::int32_t r = 0; r < system.normal().ranks(); ++r) {
+    waiting += static_cast<double>(system.normal().scheduler(r).waiting());
+    running += static_cast<double>(system.normal().scheduler(r).running());
+  }
+  if (system.prefill() != nullptr) {
+    waiting += static_cast<double>(system.prefill()->scheduler().waiting());
+    running += static_cast<double>(system.prefill()->scheduler().running());
+  }
+  t.waiting.push_back(waiting);
+  t.running.push_back(running);
+
+  fakegpu::GpuFleet& fleet = deployment_.cluster().fleet();
+  for (int i = 0; i < fleet.size(); ++i) {
+    const auto u = static_cast<std::size_t>(i);
+    const rt::Duration busy = fleet.device(i).compute().busy_time();
+    t.gpu_busy[u].push_back(std::min(1.0, (busy - busy_[u]).seconds() / dt));
+    busy_[u] = busy;
+  }
+
+  const fabric::Fabric& fabric = deployment_.cluster().fabric();
+  for (const LinkClass& cls : classes_) {
+    double bytes = 0, peak = 0;
+    for (int c : cls.channels) {
+      const auto u = static_cast<std::size_t>(c);
+      const double now_bytes = fabric.carried_bytes(c);
+      const double moved = now_bytes - carried_[u];
+      carried_[u] = now_bytes;
+      bytes += moved;
+      const double cap = fabric.nominal_capacity(c);
+      if (cap > 0) peak = std::max(peak, moved / (cap * dt));
+    }
+    class_bytes_[cls.name] += bytes;
+    t.link_mean[cls.name].push_back(cls.capacity_bytes_per_s > 0 ? bytes / (cls.capacity_bytes_per_s * dt) : 0);
+    t.link_peak[cls.name].push_back(peak);
+  }
+
+  const KvHits kv = kv_hits();
+  t.kv_lookup_tokens.push_back(static_cast<double>(kv.lookup_tokens - kv_last_.lookup_tokens));
+  t.kv_hit_tokens["gpu"].push_back(static_cast<double>(kv.gpu_tokens) - static_cast<double>(kv_last_.gpu_tokens));
+  t.kv_hit_tokens["grace"].push_back(static_cast<double>(kv.grace_tokens - kv_last_.grace_tokens));
+  t.kv_hit_tokens["remote"].push_back(static_cast<double>(kv.remote_tokens - kv_last_.remote_tokens));
+  kv_last_ = kv;
+}
+
+std::map<std::string, LinkUse> TimelineSampler::link_use() const {
+  std::map<std::string, LinkUse> out;
+  const double span_s = timeline_.t_s.empty() ? 0 : timeline_.t_s.back();
+  for (const LinkClass& cls : classes_) {
+    LinkUse u;
+    const auto bytes = class_bytes_.find(cls.name);
+    if (bytes != class_bytes_.end() && span_s > 0 && cls.capacity_bytes_per_s > 0) {
+      u.mean = bytes->second / (cls.capacity_bytes_per_s * span_s);
+    }
+    const auto mean = timeline_.link_mean.find(cls.name);
+    const auto peak = timeline_.link_peak.find(cls.name);
+    if (mean != timeline_.link_mean.end() && !mean->second.empty()) {
+      u.peak = *std::max_element(mean->second.begin(), mean->second.end());
+    }
+    if (peak != timeline_.link_peak.end() && !peak->second.empty()) {
+      u.peak_channel = *std::max_element(peak->second.begin(), peak->second.end());
+    }
+    out[cls.name] = u;
+  }
+  return out;
+}
+
+}  // namespace nvl::emu

@@ -1,0 +1,54 @@
+#pragma once
+// Samples a running deployment at a fixed simulated interval into a Timeline: token throughput, queued
+// and running requests, each GPU's compute busy share, link utilisation by class and KV hits by tier.
+// It only reads counters (O(GPUs + channels) per sample, O(1) per token delivery) and schedules
+// nothing, so sampling never changes the run or its event-log hash.
+#include <cstdint>
+#include <map>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "emu/report/run_report.h"
+#include "emu/report/timeline.h"
+#include "emu/scenario/deployment.h"
+
+namespace nvl::emu {
+
+class TimelineSampler {
+ public:
+  TimelineSampler(rt::Runtime& rt, Deployment& deployment, double interval_s);
+
+  void on_submit(const engine::RequestState& r);
+  void on_tokens(engine::RequestId id, std::int64_t count, bool first);
+  void on_done(engine::RequestId id) { prompt_tokens_.erase(id); }  // failed before its first token
+  // Closes the interval since the previous sample at now().
+  void sample();
+
+  const Timeline& timeline() const { return timeline_; }
+  Timeline take() { return std::move(timeline_); }
+  // Whole-run figures from the counters (KV hits now; link use from the samples taken).
+  KvHits kv_hits() const;
+  std::map<std::string, LinkUse> link_use() const;
+
+ private:
+  struct LinkClass {
+    std::string name;
+    std::vector<int> channels;
+    double capacity_bytes_per_s = 0;
+  };
+  rt::Runtime& rt_;
+  Deployment& deployment_;
+  Timeline timeline_;
+  rt::Time last_;
+  std::unordered_map<engine::RequestId, std::int64_t> prompt_tokens_;  // until the first token
+  double input_tokens_ = 0;   // since the last sample
+  double output_tokens_ = 0;
+  std::vector<rt::Duration> busy_;      // per GPU, at the last sample
+  std::vector<double> carried_;         // per channel, at the last sample
+  std::vector<LinkClass> classes_;
+  std::map<std::string, double> class_bytes_;  // whole run
+  KvHits kv_last_;
+};
+
+}  // namespace nvl::emu

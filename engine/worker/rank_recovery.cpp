@@ -1,0 +1,238 @@
+// The normal worker group under faults: a step that fails on a GPU is undone and reported; the group
+// waits (it cannot step while a member is dead: the MoE all-to-all joins every rank) until the dead
+// rank is taken out, then goes on over a new EP communicator with the experts re-placed. A rank whose
+// GPU was reset (or whose worker restarted) rejoins later.
+#include <algorithm>
+#include <set>
+#include <stdexcept>
+#include <utility>
+
+#include "engine/worker/normal_worker_group.h"
+
+namespace nvl::engine {
+
+bool NormalWorkerGroup::run_step() {
+  std::vector<std::pair<std::int32_t, hal::HalError>> failures;
+  const auto failed = [&](std::size_t rank, const hal::HalError& e) {
+    failures.emplace_back(static_cast<std::int32_t>(rank), e);
+  };
+  // The DP ranks agree on each step's batch sizes before any launches it: a dead process never answers,
+  // so nobody launches (a rank that did would wait for it in the first all-to-all).
+  for (std::size_t rank : live_) {
+    if (ranks_[rank].crashed) {
+      failed(rank, hal::HalError(ranks_[rank].device->id(), "step", hal::Xid::none,
+                                 "the worker process of normal rank " + std::to_string(rank) + " is not running"));
+    }
+  }
+  if (!failures.empty()) return step_failed(failures);
+  const bool tbo = two_batch_step();
+  for (std::size_t rank : live_) {
+    Rank& r = ranks_[rank];
+    try {
+      if (r.reload_bytes > 0) reload_experts(r, rank);
+      issue_kv_copies(r);
+      if (!tbo) r.stream->launch(r.device->instantiate(r.builder->build(r.batch, tokens_)));
+    } catch (const hal::HalError& e) {
+      failed(rank, e);
+    }
+  }
+  if (tbo) {
+    try {
+      launch_two_batches();
+    } catch (const hal::HalError& e) {
+      failed(live_.front(), e);
+    }
+  }
+  for (std::size_t rank : live_) {
+    Rank& r = ranks_[rank];
+    for (hal::Stream* s : {r.stream, r.stream_b}) {
+      if (s == nullptr) continue;
+      try {
+        s->synchronize();
+      } catch (const hal::HalError& e) {
+        failed(rank, e);
+      }
+    }
+  }
+  return failures.empty() || step_failed(failures);
+}
+
+void NormalWorkerGroup::reload_experts(Rank& r, std::size_t rank) {
+  // Expert weights this rank took over come from the checkpoint copy in host memory, before the step.
+  const std::uint64_t bytes = std::min(r.reload_bytes, r.weights->bytes());
+  r.reload_bytes = 0;
+  hal::Buffer staged;
+  try {
+    staged = r.device->host_memory().allocate(bytes, "normal rank " + std::to_string(rank) + " expert reload");
+  } catch (const hal::HalError& e) {
+    // Host memory is full (the Grace KV tier took it): the weights come from storage instead, which
+    // the emulation does not price; said so rather than failing the step.
+    rt_.record("eplb", "expert_reload_unpriced", {{"rank", rank}, {"bytes", bytes}, {"error", e.what()}},
+               rt::Severity::warning);
+    return;
+  }
+  r.stream->copy(*r.weights, 0, staged, 0, bytes);
+}
+
+bool NormalWorkerGroup::step_failed(const std::vector<std::pair<std::int32_t, hal::HalError>>& failures) {
+  for (std::size_t rank : live_) ranks_[rank].sched->abort_step(ranks_[rank].plan);
+  // Blame the rank whose GPU the error names (an aborted collective names the member that failed).
+  std::set<std::int32_t> told;
+  for (const auto& [rank, e] : failures) {
+    std::int32_t blamed = rank;
+    for (std::size_t k : live_) {
+      if (ranks_[k].device->id() == e.device()) blamed = static_cast<std::int32_t>(k);
+    }
+    if (!told.insert(blamed).second) continue;
+    rt_.record("normal-group", "step_failed",
+               {{"rank", blamed}, {"xid", static_cast<int>(e.cause())}, {"error", e.what()}, {"step", steps_}},
+               rt::Severity::warning);
+    if (on_failure_) on_failure_(blamed, e);
+  }
+  return false;
+}
+
+void NormalWorkerGroup::await_repair() {
+  repaired_ = false;
+  for (auto& change : std::exchange(deferred_, {})) change();  // asked for while the step ran
+  while (!repaired_) {
+    const bool healthy = std::all_of(live_.begin(), live_.end(), [this](std::size_t k) {
+      return ranks_[k].device->health() == hal::DeviceHealth::healthy && !ranks_[k].crashed;
+    });
+    if (healthy) {
+      // A link or collective error on healthy GPUs: the communicator is gone, so retry on a new one.
+      rt_.sleep(cfg_.failed_step_backoff);
+      if (!repaired_) rebuild_group("retry after a failed step");
+      return;
+    }
+    repair_.wait([this] { return repaired_; });
+  }
+}
+
+void NormalWorkerGroup::rebuild_group(const std::string& why) {
+  if (ep_group_) retired_groups_.push_back(std::exchange(ep_group_, nullptr));
+  if (ep_group_b_) retired_groups_.push_back(std::exchange(ep_group_b_, nullptr));
+  ++generation_;
+  const auto n = static_cast<std::int64_t>(live_.size());
+  if (placement_ && n > 0) {
+    std::vector<hal::DeviceId> ids;
+    for (std::size_t k : live_) ids.push_back(ranks_[k].device->id());
+    const std::string name = "ep" + std::to_string(n) + ".g" + std::to_string(generation_);
+    ep_group_ = collectives_.create_group(name, ids);
+    if (cfg_.two_batch_overlap) ep_group_b_ = collectives_.create_group(name + "-tbo", ids);
+    traffic_.emplace(*placement_, load_, model_.num_experts_per_tok);
+  }
+  for (std::size_t m = 0; m < live_.size(); ++m) make_builders(ranks_[live_[m]], static_cast<std::int32_t>(m));
+  tokens_.assign(live_.size(), 0);
+  tokens_a_.assign(live_.size(), 0);
+  tokens_b_.assign(live_.size(), 0);
+  rt_.record("normal-group", "ep_group_rebuilt",
+             {{"why", why}, {"ranks", n}, {"generation", generation_}, {"expert_imbalance", expert_imbalance()}});
+}
+
+void NormalWorkerGroup::remove_rank(std::int32_t rank, const std::string& cause, RequestsTaken taken) {
+  ranks_.at(static_cast<std::size_t>(rank)).leaving = true;
+  auto change = [this, rank, cause, taken = std::move(taken)] {
+    Rank& r = ranks_.at(static_cast<std::size_t>(rank));
+    r.leaving = false;
+    if (!r.live) {
+      taken({});
+      return;
+    }
+    std::vector<RequestState> requests = r.sched->take_all();
+    const std::int64_t dropped_blocks = r.kv->drop_gpu_cached();
+    r.live = false;
+    r.reload_bytes = 0;
+    const auto member = static_cast<std::int64_t>(std::find(live_.begin(), live_.end(), static_cast<std::size_t>(rank)) - live_.begin());
+    live_.erase(live_.begin() + member);
+    if (placement_ && !live_.empty()) {
+      const double before = placement_->imbalance(load_);
+      const auto lost = placement_->experts_lost_with(member);
+      ExpertPlacement next = placement_->without_rank(member, load_);
+      std::uint64_t reload = 0;
+      for (std::int64_t k = 0; k < next.ranks(); ++k) {
+        const auto& had = placement_->experts_on(k < member ? k : k + 1);
+        for (std::int64_t e : next.experts_on(k)) {
+          if (std::find(had.begin(), had.end(), e) != had.end()) continue;
+          ranks_[live_[static_cast<std::size_t>(k)]].reload_bytes += expert_bytes_;
+          reload += expert_bytes_;
+        }
+      }
+      placement_ = std::move(next);
+      const double after = placement_->imbalance(load_);
+      // The MoE part of a step takes as long as its most loaded rank: fewer ranks, each more loaded.
+      rt_.record("eplb", "experts_replaced",
+                 {{"rank", rank},
+                  {"experts_only_there", lost.size()},
+                  {"ep_ranks", live_.size()},
+                  {"slots_per_rank", placement_->slots_per_rank()},
+                  {"reload_bytes", reload},
+                  {"imbalance_before", before},
+                  {"imbalance_after", after},
+                  {"moe_load_per_rank_factor",
+                   after * static_cast<double>(live_.size() + 1) / (before * static_cast<double>(live_.size()))}},
+                 rt::Severity::warning);
+    }
+    rebuild_group("rank " + std::to_string(rank) + " removed: " + cause);
+    rt_.record("normal-group", "rank_removed",
+               {{"rank", rank}, {"cause", cause}, {"requests", requests.size()}, {"kv_blocks_dropped", dropped_blocks}},
+               rt::Severity::warning);
+    repaired_ = true;
+    repair_.notify_all();
+    new_work_ = true;
+    work_.notify_all();
+    taken(std::move(requests));
+  };
+  if (stepping_) {
+    deferred_.push_back(std::move(change));
+  } else {
+    change();
+  }
+}
+
+void NormalWorkerGroup::restore_rank(std::int32_t rank) {
+  auto change = [this, rank] {
+    Rank& r = ranks_.at(static_cast<std::size_t>(rank));
+    if (r.live) return;
+    if (r.device->health() != hal::DeviceHealth::healthy) {
+      throw std::logic_error("normal worker group: rank " + std::to_string(rank) + " cannot rejoin on an unhealthy GPU");
+    }
+    r.live = true;
+    r.crashed = false;
+    live_.insert(std::upper_bound(live_.begin(), live_.end(), static_cast<std::size_t>(rank)), static_cast<std::size_t>(rank));
+    if (placement_) {
+      // Placed afresh over the whole group, then without each rank still out (highest first, so the
+      // lower indices stay put): the placement a group of these ranks would have had.
+      ExpertPlacement next(load_, static_cast<std::int64_t>(ranks_.size()), cfg_.redundant_experts);
+      for (std::size_t k = ranks_.size(); k-- > 0;) {
+        if (!ranks_[k].live) next = next.without_rank(static_cast<std::int64_t>(k), load_);
+      }
+      placement_ = std::move(next);
+      const auto member = std::find(live_.begin(), live_.end(), static_cast<std::size_t>(rank)) - live_.begin();
+      r.reload_bytes = static_cast<std::uint64_t>(placement_->experts_on(member).size()) * expert_bytes_;
+    }
+    rebuild_group("rank " + std::to_string(rank) + " back");
+    rt_.record("normal-group", "rank_restored", {{"rank", rank}, {"ep_ranks", live_.size()}});
+    repaired_ = true;
+    repair_.notify_all();
+    new_work_ = true;
+    work_.notify_all();
+  };
+  if (stepping_) {
+    deferred_.push_back(std::move(change));
+  } else {
+    change();
+  }
+}
+
+void NormalWorkerGroup::crash(std::int32_t rank) {
+  Rank& r = ranks_.at(static_cast<std::size_t>(rank));
+  if (!r.live || r.crashed) return;
+  r.crashed = true;
+  rt_.record("normal-group", "worker_crashed", {{"rank", rank}}, rt::Severity::warning);
+  // Its state is gone with the process: the next step fails on it.
+  new_work_ = true;
+  work_.notify_all();
+}
+
+}  // namespace nvl::engine

@@ -1,0 +1,89 @@
+// The health monitor: a rank is declared dead the detection delay after an operation error or a failed
+// periodic check, only if it is still unhealthy then; checks run only while there is work.
+#include <optional>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "emu/rt/virtual_runtime.h"
+#include "engine/system/health_monitor.h"
+
+namespace nvl::engine {
+namespace {
+
+struct Watch {
+  rt::VirtualRuntime rt;
+  std::vector<std::optional<std::string>> broken = std::vector<std::optional<std::string>>(4);
+  std::vector<std::pair<std::int32_t, rt::Time>> declared;
+  std::vector<std::string> how;
+  HealthMonitor monitor{rt,
+                        HealthConfig{.check_interval = rt::ms(100), .detection_delay = rt::ms(30)},
+                        4,
+                        [this](std::int32_t r) { return broken[static_cast<std::size_t>(r)]; },
+                        [this](std::int32_t r, const std::string&, const std::string& h) {
+                          declared.emplace_back(r, rt.now());
+                          how.push_back(h);
+                        }};
+};
+
+TEST(HealthMonitor, AnOperationErrorIsDeclaredAfterTheDetectionDelay) {
+  Watch w;
+  w.rt.call_at(rt::Time::zero() + rt::ms(5), [&] {
+    w.broken[2] = "GPU 2 lost";
+    w.monitor.operation_error(2);
+    w.monitor.operation_error(2);  // noticed twice: declared once
+  });
+  w.rt.run();
+  ASSERT_EQ(w.declared.size(), 1u);
+  EXPECT_EQ(w.declared[0].first, 2);
+  EXPECT_EQ(w.declared[0].second, rt::Time::zero() + rt::ms(35));
+  EXPECT_EQ(w.how[0], "operation_error");
+}
+
+TEST(HealthMonitor, ATransientErrorIsClearedNotDeclared) {
+  Watch w;
+  w.rt.call_at(rt::Time::zero() + rt::ms(5), [&] { w.monitor.operation_error(1); });  // the probe finds it healthy
+  w.rt.run();
+  EXPECT_TRUE(w.declared.empty());
+}
+
+TEST(HealthMonitor, PeriodicChecksFindAFaultWhileBusyAndStopWhenIdle) {
+  Watch w;
+  bool busy = true;
+  w.monitor.watch([&] { return busy; });
+  w.rt.call_at(rt::Time::zero() + rt::ms(250), [&] { w.broken[3] = "worker exited"; });
+  w.rt.call_at(rt::Time::zero() + rt::ms(450), [&] { busy = false; });
+  w.rt.run();
+  ASSERT_EQ(w.declared.size(), 1u);
+  // Checks at 100, 200, 300 ms: the 300 ms one finds it, declared 30 ms later.
+  EXPECT_EQ(w.declared[0].second, rt::Time::zero() + rt::ms(330));
+  EXPECT_EQ(w.how[0], "health_check");
+  // Checks at 400 and 500 ms; at 500 it is idle and stops re-arming: the run ends there.
+  EXPECT_EQ(w.monitor.checks(), 5u);
+  EXPECT_EQ(w.rt.now(), rt::Time::zero() + rt::ms(500));
+}
+
+TEST(HealthMonitor, ARankBackIsWatchedAgain) {
+  Watch w;
+  w.broken[0] = "GPU 0 needs a reset";
+  w.monitor.operation_error(0);
+  w.rt.run();
+  w.broken[0].reset();
+  w.monitor.rank_back(0);
+  w.broken[0] = "GPU 0 needs a reset";
+  w.monitor.operation_error(0);
+  w.rt.run();
+  EXPECT_EQ(w.declared.size(), 2u);
+}
+
+TEST(HealthMonitor, BadIntervalsAreRejected) {
+  rt::VirtualRuntime rt;
+  const auto make = [&](HealthConfig c) {
+    HealthMonitor m(rt, c, 1, [](std::int32_t) { return std::nullopt; }, [](std::int32_t, const std::string&, const std::string&) {});
+  };
+  EXPECT_THROW(make(HealthConfig{.check_interval = rt::Duration()}), std::invalid_argument);
+  EXPECT_THROW(make(HealthConfig{.check_interval = rt::ms(1), .detection_delay = rt::ms(-1)}), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace nvl::engine

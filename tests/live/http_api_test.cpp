@@ -1,0 +1,156 @@
+// The OpenAI-compatible HTTP server against a real client (Beast) on loopback.
+#include <chrono>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "emu/live/prompt_estimate.h"
+#include "tests/live/http_test_client.h"
+#include "tests/live/live_test_server.h"
+
+namespace nvl::live_test {
+namespace {
+
+using boost::beast::http::verb;
+
+class HttpApi : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { server_ = start_server().release(); }
+  static void TearDownTestSuite() {
+    delete server_;
+    server_ = nullptr;
+  }
+  static std::uint16_t port() { return server_->http_port(); }
+  static const std::string& model() { return server_->engine().model_name(); }
+  static emu::live::LiveServer* server_;
+};
+emu::live::LiveServer* HttpApi::server_ = nullptr;
+
+TEST_F(HttpApi, CompletionCountsUsageAndWords) {
+  const std::string prompt = "Write a haiku about NVLink switches and their many lanes.";
+  const auto r = post_json(port(), "/v1/completions", {{"model", model()}, {"prompt", prompt}, {"max_tokens", 12}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  const auto j = r.json();
+  EXPECT_EQ(j["object"], "text_completion");
+  EXPECT_EQ(j["choices"][0]["finish_reason"], "length");
+  EXPECT_EQ(word_count(j["choices"][0]["text"].get<std::string>()), 12);
+  // ~4 bytes per token, rounded up (prompt_estimate.h).
+  const auto expected_prompt = static_cast<std::int64_t>((prompt.size() + 3) / 4);
+  EXPECT_EQ(j["usage"]["prompt_tokens"], expected_prompt);
+  EXPECT_EQ(j["usage"]["completion_tokens"], 12);
+  EXPECT_EQ(j["usage"]["total_tokens"], expected_prompt + 12);
+}
+
+TEST_F(HttpApi, SameSeedAndPromptGiveTheSameText) {
+  const nlohmann::json body = {{"model", model()}, {"prompt", "repeat after me"}, {"max_tokens", 8}};
+  const auto a = post_json(port(), "/v1/completions", body).json();
+  const auto b = post_json(port(), "/v1/completions", body).json();
+  EXPECT_EQ(a["choices"][0]["text"], b["choices"][0]["text"]);
+  EXPECT_NE(a["id"], b["id"]);
+}
+
+TEST_F(HttpApi, ChatStreamsChunksThenDone) {
+  const auto r = post_json(port(), "/v1/chat/completions",
+                           {{"model", model()},
+                            {"messages", {{{"role", "user"}, {"content", "Say something about Grace memory."}}}},
+                            {"max_tokens", 10},
+                            {"stream", true},
+                            {"stream_options", {{"include_usage", true}}}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.content_type, "text/event-stream");
+  const auto events = r.events();
+  ASSERT_GE(events.size(), 4u);
+  EXPECT_EQ(events.back(), "[DONE]");
+  std::string text;
+  std::string finish;
+  nlohmann::json usage;
+  for (std::size_t i = 0; i + 1 < events.size(); ++i) {
+    const auto c = nlohmann::json::parse(events[i]);
+    EXPECT_EQ(c["object"], "chat.completion.chunk");
+    if (c.contains("usage")) {
+      usage = c["usage"];
+      continue;
+    }
+    if (i == 0) {
+      EXPECT_EQ(c["choices"][0]["delta"]["role"], "assistant");
+    }
+    text += c["choices"][0]["delta"].value("content", "");
+    if (!c["choices"][0]["finish_reason"].is_null()) finish = c["choices"][0]["finish_reason"];
+  }
+  EXPECT_EQ(word_count(text), 10);
+  EXPECT_EQ(finish, "length");
+  EXPECT_EQ(usage["completion_tokens"], 10);
+}
+
+TEST_F(HttpApi, ModelsHealthAndMetrics) {
+  const auto models = get(port(), "/v1/models");
+  ASSERT_EQ(models.status, 200);
+  EXPECT_EQ(models.json()["data"][0]["id"], model());
+  EXPECT_EQ(get(port(), "/health").status, 200);
+  post_json(port(), "/v1/completions", {{"model", model()}, {"prompt", "count me"}, {"max_tokens", 3}});
+  const auto metrics = get(port(), "/metrics");
+  ASSERT_EQ(metrics.status, 200);
+  for (const char* name : {"vllm:num_requests_running", "vllm:num_requests_waiting", "vllm:gpu_cache_usage_perc",
+                           "vllm:time_to_first_token_seconds_bucket", "vllm:time_per_output_token_seconds_count",
+                           "vllm:prefix_cache_queries_total", "vllm:prefix_cache_hits_total"}) {
+    EXPECT_NE(metrics.body.find(name), std::string::npos) << name;
+  }
+  EXPECT_EQ(metrics.body.find("vllm:time_to_first_token_seconds_count{model_name=\"" + model() + "\"} 0\n"),
+            std::string::npos);
+}
+
+TEST_F(HttpApi, RepeatedPrefixHitsThePrefixCache) {
+  auto hits = [] {
+    const auto body = get(port(), "/metrics").body;
+    const auto at = body.find("vllm:prefix_cache_hits_total{");
+    return std::stod(body.substr(body.find(' ', at) + 1));
+  };
+  // Longer than the router's view needs: several KV blocks of shared system prompt.
+  const std::string system(4 * 64 * emu::live::kBytesPerToken * 4, 'S');
+  const double before = hits();
+  post_json(port(), "/v1/completions", {{"model", model()}, {"prompt", system + " first question"}, {"max_tokens", 2}});
+  // KV events reach the router over the emulated host network: give them a moment.
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  post_json(port(), "/v1/completions", {{"model", model()}, {"prompt", system + " second question"}, {"max_tokens", 2}});
+  EXPECT_GE(hits() - before, static_cast<double>(system.size() / emu::live::kBytesPerToken / 2));
+}
+
+TEST_F(HttpApi, BadRequestsGetOpenAiErrors) {
+  const auto bad_json = http_request(port(), verb::post, "/v1/completions", "{nope");
+  EXPECT_EQ(bad_json.status, 400);
+  EXPECT_EQ(bad_json.json()["error"]["type"], "invalid_request_error");
+  for (const char* key : {"message", "type", "param", "code"}) EXPECT_TRUE(bad_json.json()["error"].contains(key));
+  const auto bad_field = post_json(port(), "/v1/completions", {{"model", model()}, {"prompt", 3}});
+  EXPECT_EQ(bad_field.status, 400);
+  EXPECT_EQ(bad_field.json()["error"]["param"], "prompt");
+  EXPECT_EQ(post_json(port(), "/v1/completions", {{"model", "nope"}, {"prompt", "x"}}).status, 404);
+  EXPECT_EQ(get(port(), "/v2/everything").status, 404);
+  EXPECT_EQ(get(port(), "/v1/completions").status, 405);
+  // Too long for a rank's KV cache: 413.
+  const std::int64_t cap = server_->engine().max_prompt_tokens();
+  const auto too_long =
+      post_json(port(), "/v1/completions", {{"model", model()}, {"prompt", "x"}, {"max_tokens", cap}});
+  EXPECT_EQ(too_long.status, 413) << too_long.body;
+  EXPECT_EQ(too_long.json()["error"]["code"], "context_length_exceeded");
+  const auto unknown_fault = post_json(port(), "/admin/fault", {{"kind", "melt"}});
+  EXPECT_EQ(unknown_fault.status, 400);
+  EXPECT_NE(unknown_fault.json()["error"]["message"].get<std::string>().find("kind"), std::string::npos);
+  EXPECT_EQ(post_json(port(), "/admin/fault", {{"kind", "gpu_lost"}, {"target", 999}}).status, 400);
+  EXPECT_EQ(post_json(port(), "/admin/fault", {{"kind", "gpu_lost"}, {"target", 1}, {"at_s", 5}}).status, 400);
+  EXPECT_EQ(http_request(port(), verb::post, "/admin/fault", "{oops").status, 400);
+  // The server is still there.
+  EXPECT_EQ(get(port(), "/health").status, 200);
+}
+
+TEST(HttpLimits, BodyOverTheLimitIs413) {
+  emu::live::LiveServerOptions opts;
+  opts.http.body_limit_bytes = 1024;
+  auto server = start_server(opts);
+  const auto r = post_json(server->http_port(), "/v1/completions",
+                           {{"model", server->engine().model_name()}, {"prompt", std::string(4096, 'p')}});
+  EXPECT_EQ(r.status, 413);
+  EXPECT_EQ(r.json()["error"]["code"], "request_too_large");
+}
+
+}  // namespace
+}  // namespace nvl::live_test
