@@ -69,7 +69,7 @@ std::vector<std::uint64_t> parse_seeds(const std::string& spec) {
     throw rt::InputError("--seeds", spec, "more than " + std::to_string(kMaxSeedsPerSweep) + " seeds");
   }
   std::vector<std::uint64_t> seeds;
-  for (std::uint64_t s = first; s <= last; ++s) seeds.push_back(s);
+  for (std::uint64_t i = 0; i <= last - first; ++i) seeds.push_back(first + i);  // no wrap at the top seed
   return seeds;
 }
 
@@ -91,10 +91,14 @@ std::vector<SweepPoint> plan_sweep(const std::vector<SweepAxis>& axes, const std
     points = std::move(next);
   }
   std::vector<SweepPoint> runs;
+  std::set<std::string> folders;  // two runs must not write one report
   for (const auto& p : points) {
     for (const std::uint64_t s : seeds) {
       SweepPoint q = p;
       q.seed = s;
+      if (!folders.insert(q.folder_name()).second) {
+        throw rt::InputError("--vary", q.folder_name(), "two runs would share this output folder (a repeated value?)");
+      }
       runs.push_back(std::move(q));
     }
   }

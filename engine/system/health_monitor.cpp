@@ -4,12 +4,14 @@
 
 namespace nvl::engine {
 
-HealthMonitor::HealthMonitor(rt::Runtime& rt, HealthConfig cfg, std::int32_t ranks, Probe probe, Declare declare)
+HealthMonitor::HealthMonitor(rt::Runtime& rt, HealthConfig cfg, std::int32_t ranks, Probe probe, Declare declare,
+                             std::function<bool()> busy)
     : rt_(rt),
       cfg_(cfg),
       probe_(std::move(probe)),
       declare_(std::move(declare)),
-      state_(static_cast<std::size_t>(ranks), State::watched) {
+      state_(static_cast<std::size_t>(ranks), State::watched),
+      busy_(std::move(busy)) {
   if (cfg_.check_interval <= rt::Duration() || cfg_.detection_delay < rt::Duration() ||
       cfg_.gpu_reset_time < rt::Duration() || cfg_.worker_restart_time < rt::Duration()) {
     throw std::invalid_argument(
@@ -19,8 +21,7 @@ HealthMonitor::HealthMonitor(rt::Runtime& rt, HealthConfig cfg, std::int32_t ran
 
 void HealthMonitor::operation_error(std::int32_t rank) { suspect(rank, "operation_error"); }
 
-void HealthMonitor::watch(std::function<bool()> busy) {
-  busy_ = std::move(busy);
+void HealthMonitor::watch() {
   if (next_check_.pending()) return;
   next_check_ = rt_.call_after(cfg_.check_interval, [this] { check(); });
 }
@@ -34,7 +35,7 @@ void HealthMonitor::check() {
       suspect(static_cast<std::int32_t>(r), "health_check");
     }
   }
-  if (busy_ && busy_()) next_check_ = rt_.call_after(cfg_.check_interval, [this] { check(); });
+  if (busy_()) next_check_ = rt_.call_after(cfg_.check_interval, [this] { check(); });
 }
 
 void HealthMonitor::suspect(std::int32_t rank, const std::string& how) {

@@ -27,13 +27,17 @@ class HealthMonitor {
   // The rank is declared dead: `why` from the probe, `how` it was noticed ("health_check", "operation_error").
   using Declare = std::function<void(std::int32_t rank, const std::string& why, const std::string& how)>;
 
-  HealthMonitor(rt::Runtime& rt, HealthConfig cfg, std::int32_t ranks, Probe probe, Declare declare);
+  // `busy` says whether there is work: the periodic check re-arms itself only while it holds.
+  HealthMonitor(rt::Runtime& rt, HealthConfig cfg, std::int32_t ranks, Probe probe, Declare declare,
+                std::function<bool()> busy);
 
   const HealthConfig& config() const { return cfg_; }
   // A step failed on the rank: declared after the detection delay if the probe still finds it unhealthy.
   void operation_error(std::int32_t rank);
-  // Arms the periodic check unless it is armed; it re-arms itself while busy() holds.
-  void watch(std::function<bool()> busy);
+  // Arms the periodic check unless it is armed (new work arrived, or a fault may need noticing).
+  void watch();
+  // The work is done: the pending check is dropped (watch() arms it again).
+  void pause() { next_check_.cancel(); }
   // A declared rank is healthy again and watched anew.
   void rank_back(std::int32_t rank);
   std::uint64_t checks() const { return checks_; }

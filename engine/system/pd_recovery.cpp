@@ -32,12 +32,13 @@ void PdSystem::start_recovery() {
         if (gpu.health() == hal::DeviceHealth::healthy) return std::nullopt;
         return xid_text(gpu.health(), gpu.id()) + " under DP rank " + std::to_string(rank);
       },
-      [this](std::int32_t rank, const std::string& why, const std::string&) { declare_dead(rank, why); });
+      [this](std::int32_t rank, const std::string& why, const std::string&) { declare_dead(rank, why); },
+      [this] { return !timings_.empty(); });
   normal_->on_step_failure([this](std::int32_t rank, const hal::HalError&) {
     health_->operation_error(rank);
-    health_->watch([this] { return !timings_.empty(); });
+    health_->watch();
   });
-  health_->watch([this] { return !timings_.empty(); });
+  health_->watch();
 }
 
 void PdSystem::declare_dead(std::int32_t rank, const std::string& why) {
@@ -129,7 +130,7 @@ bool PdSystem::redirect(std::int32_t rank, RequestState& request, bool prefill_p
 void PdSystem::crash_worker(std::int32_t rank) {
   if (rank < 0 || rank >= normal_->ranks()) throw std::out_of_range("no DP rank " + std::to_string(rank));
   normal_->crash(rank);
-  health_->watch([this] { return !timings_.empty(); });
+  health_->watch();
 }
 
 void PdSystem::restart_router() {

@@ -571,6 +571,7 @@ void PdSystem::submit(RequestState request) {
   t.prompt_tokens = request.prompt_tokens;
   t.arrival = rt_.now();
   arm_load_reports();
+  if (health_) health_->watch();  // the periodic check stops while idle; work brings it back
   proto::ControlMessage m;
   *m.mutable_submit()->mutable_spec() = to_spec(request);
   control_.send(frontend_address_, router_address_, std::move(m));
@@ -647,6 +648,7 @@ void PdSystem::finish(RequestId id, const std::string& failure) {
   produced_.erase(id);
   on_done_(t);
   retry_pending();
+  if (health_ && timings_.empty()) health_->pause();  // idle: no check keeps the run (or a test) going
 }
 
 void PdSystem::retry_pending() {

@@ -16,6 +16,7 @@ struct Watch {
   std::vector<std::optional<std::string>> broken = std::vector<std::optional<std::string>>(4);
   std::vector<std::pair<std::int32_t, rt::Time>> declared;
   std::vector<std::string> how;
+  bool busy = true;
   HealthMonitor monitor{rt,
                         HealthConfig{.check_interval = rt::ms(100), .detection_delay = rt::ms(30)},
                         4,
@@ -23,7 +24,8 @@ struct Watch {
                         [this](std::int32_t r, const std::string&, const std::string& h) {
                           declared.emplace_back(r, rt.now());
                           how.push_back(h);
-                        }};
+                        },
+                        [this] { return busy; }};
 };
 
 TEST(HealthMonitor, AnOperationErrorIsDeclaredAfterTheDetectionDelay) {
@@ -49,10 +51,9 @@ TEST(HealthMonitor, ATransientErrorIsClearedNotDeclared) {
 
 TEST(HealthMonitor, PeriodicChecksFindAFaultWhileBusyAndStopWhenIdle) {
   Watch w;
-  bool busy = true;
-  w.monitor.watch([&] { return busy; });
+  w.monitor.watch();
   w.rt.call_at(rt::Time::zero() + rt::ms(250), [&] { w.broken[3] = "worker exited"; });
-  w.rt.call_at(rt::Time::zero() + rt::ms(450), [&] { busy = false; });
+  w.rt.call_at(rt::Time::zero() + rt::ms(450), [&] { w.busy = false; });
   w.rt.run();
   ASSERT_EQ(w.declared.size(), 1u);
   // Checks at 100, 200, 300 ms: the 300 ms one finds it, declared 30 ms later.
@@ -61,6 +62,32 @@ TEST(HealthMonitor, PeriodicChecksFindAFaultWhileBusyAndStopWhenIdle) {
   // Checks at 400 and 500 ms; at 500 it is idle and stops re-arming: the run ends there.
   EXPECT_EQ(w.monitor.checks(), 5u);
   EXPECT_EQ(w.rt.now(), rt::Time::zero() + rt::ms(500));
+}
+
+TEST(HealthMonitor, NewWorkAfterAnIdleSpellArmsTheChecksAgain) {
+  Watch w;
+  w.busy = false;
+  w.monitor.watch();  // one check at 100 ms, idle: no more
+  w.rt.call_at(rt::Time::zero() + rt::ms(1'000), [&] {
+    w.busy = true;  // a request arrives
+    w.monitor.watch();
+  });
+  w.rt.call_at(rt::Time::zero() + rt::ms(1'050), [&] { w.broken[1] = "GPU 1 lost"; });
+  w.rt.call_at(rt::Time::zero() + rt::ms(1'250), [&] { w.busy = false; });
+  w.rt.run();
+  ASSERT_EQ(w.declared.size(), 1u);
+  // Checks at 1,100 ms (finds it), 1,200 and 1,300 ms (idle again: the last).
+  EXPECT_EQ(w.declared[0].second, rt::Time::zero() + rt::ms(1'130));
+  EXPECT_EQ(w.monitor.checks(), 4u);
+}
+
+TEST(HealthMonitor, PauseDropsThePendingCheck) {
+  Watch w;
+  w.monitor.watch();
+  w.rt.call_at(rt::Time::zero() + rt::ms(150), [&] { w.monitor.pause(); });
+  w.rt.run();
+  EXPECT_EQ(w.monitor.checks(), 1u);  // at 100 ms; the one due at 200 ms was dropped
+  EXPECT_EQ(w.rt.now(), rt::Time::zero() + rt::ms(150));
 }
 
 TEST(HealthMonitor, ARankBackIsWatchedAgain) {
@@ -79,7 +106,8 @@ TEST(HealthMonitor, ARankBackIsWatchedAgain) {
 TEST(HealthMonitor, BadIntervalsAreRejected) {
   rt::VirtualRuntime rt;
   const auto make = [&](HealthConfig c) {
-    HealthMonitor m(rt, c, 1, [](std::int32_t) { return std::nullopt; }, [](std::int32_t, const std::string&, const std::string&) {});
+    HealthMonitor m(rt, c, 1, [](std::int32_t) { return std::nullopt; },
+                    [](std::int32_t, const std::string&, const std::string&) {}, [] { return false; });
   };
   EXPECT_THROW(make(HealthConfig{.check_interval = rt::Duration()}), std::invalid_argument);
   EXPECT_THROW(make(HealthConfig{.check_interval = rt::ms(1), .detection_delay = rt::ms(-1)}), std::invalid_argument);

@@ -67,7 +67,7 @@ class BadModelProfile : public ::testing::Test {
   std::string error_for(const std::function<void(nlohmann::json&)>& edit) {
     nlohmann::json j = rt::JsonReader::parse_file(model_profile_path("glm-5"));
     edit(j);
-    const auto path = std::filesystem::temp_directory_path() / "nvl_bad_model.json";
+    const auto path = std::filesystem::temp_directory_path() / ("nvl_bad_model_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) + ".json");
     std::ofstream(path) << j.dump();
     try {
       load_model_profile(path);

@@ -18,9 +18,11 @@ nlohmann::json read(const std::string& name) {
   return nlohmann::json::parse(in);
 }
 
-// Writes j to a temporary file and returns the loader's error message (empty when it loads).
+// Writes j to a temporary file of this test's own (ctest runs tests as parallel processes) and returns
+// the loader's error message (empty when it loads).
 std::string load_error(const nlohmann::json& j) {
-  const auto path = (std::filesystem::temp_directory_path() / "nvl_fabric_bad_profile.json").string();
+  const std::string test = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+  const auto path = (std::filesystem::temp_directory_path() / ("nvl_fabric_bad_profile_" + test + ".json")).string();
   std::ofstream(path) << j.dump();
   try {
     fabric::load_node_profile(path);
@@ -51,7 +53,7 @@ TEST(ProfileLoader, UnknownKeyNamesFileAndPath) {
   auto j = read("gb300-nvl72");
   j["nvlink"]["lane"]["colour"] = "green";
   const auto msg = load_error(j);
-  EXPECT_NE(msg.find("nvl_fabric_bad_profile.json"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("nvl_fabric_bad_profile_UnknownKeyNamesFileAndPath.json"), std::string::npos) << msg;
   EXPECT_NE(msg.find("nvlink.lane.colour: unknown key"), std::string::npos) << msg;
 }
 
@@ -93,7 +95,7 @@ TEST(ProfileLoader, EfficiencyOutsideFractionIsRejected) {
 
 TEST(ProfileLoader, MissingFileAndBadJson) {
   EXPECT_THROW(fabric::load_node_profile("/nonexistent/x.json"), rt::InputError);
-  const auto path = (std::filesystem::temp_directory_path() / "nvl_fabric_not_json.json").string();
+  const auto path = (std::filesystem::temp_directory_path() / ("nvl_fabric_not_json_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) + ".json")).string();
   std::ofstream(path) << "{ not json";
   EXPECT_THROW(fabric::load_node_profile(path), rt::InputError);
 }

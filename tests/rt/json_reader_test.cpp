@@ -67,7 +67,7 @@ TEST(JsonReader, EachKindOfBadInputNamesFileKeyAndExpectation) {
 }
 
 TEST(JsonReader, FilesThatAreMissingNotJsonOrNotAnObject) {
-  const auto dir = std::filesystem::temp_directory_path() / "nvl_json_reader_test";
+  const auto dir = std::filesystem::temp_directory_path() / ("nvl_json_reader_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
   std::filesystem::create_directories(dir);
   std::ofstream(dir / "bad.json") << "{\"a\": 1,,}";
   std::ofstream(dir / "array.json") << "[1, 2]";

@@ -122,6 +122,11 @@ TEST_F(FaultPlanFile, BadParametersNameTheirKey) {
   expect_error(R"({"kind": "straggler", "at_s": 1, "target": 1, "factor": 0, "duration_s": 1})", "faults[0].factor", "");
   expect_error(R"({"kind": "link_flap", "at_s": 1, "target": ["rack0/tray0/gpu0", "rack0/nvswitch0"], "cycles": 0})",
                "faults[0].cycles", "");
+  expect_error(R"({"kind": "straggler", "at_s": 1, "target": "normal rank 0", "factor": 0.5, "duration_s": 1e12})",
+               "faults[0].duration_s", "at most a year");
+  expect_error(R"({"kind": "link_flap", "at_s": 1, "target": ["rack0/tray0/gpu0", "rack0/nvswitch0"], "down_s": 100000, "up_s": 100000, "cycles": 1000})",
+               "faults[0].cycles", "within a year");
+  expect_error(R"({"kind": "gpu_lost", "at_s": 1e300, "target": "normal rank 0"})", "faults[0].at_s", "at most a year");
   expect_error(R"({"kind": "nvlink_error", "at_s": 1, "target": 1, "links": 18})", "faults[0].links", "");
   expect_error(R"({"kind": "nvlink_error", "at_s": 1, "target": 1, "mode": "melt"})", "faults[0].mode", "\"down\"");
   // A key of another kind is unknown here.

@@ -15,7 +15,7 @@ namespace {
 const char* kMinimal = R"({"name": "t", "deployment": {"normal_gpus": 8}, "workload": {"source": "gen:codex:trials=2"}})";
 
 std::filesystem::path minimal_file() {
-  const auto dir = std::filesystem::temp_directory_path() / "nvl_router_keys_test";
+  const auto dir = std::filesystem::temp_directory_path() / ("nvl_router_keys_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
   std::filesystem::create_directories(dir);
   const auto file = dir / "s.json";
   std::ofstream(file) << kMinimal;

@@ -25,6 +25,8 @@ TEST(SweepPlan, IsTheCartesianProductWithTheSeedVaryingFastest) {
 TEST(SweepPlan, NoAxisIsOneRunPerSeed) {
   EXPECT_EQ(plan_sweep({}, parse_seeds("7")).size(), 1u);
   EXPECT_EQ(plan_sweep({}, parse_seeds("1..10")).size(), 10u);
+  // The largest seed ends the range instead of wrapping round to 0.
+  EXPECT_EQ(parse_seeds("18446744073709551614..18446744073709551615").size(), 2u);
 }
 
 TEST(SweepPlan, FolderNamesAreSafe) {
@@ -42,6 +44,9 @@ TEST(SweepPlan, BadTextIsAnInputError) {
     EXPECT_THROW(parse_seeds(s), rt::InputError) << s;
   }
   EXPECT_THROW(plan_sweep({parse_vary("k=1"), parse_vary("k=2")}, {1}), rt::InputError);
+  // Runs that would write one folder: a repeated value, or two values made the same by the safe name.
+  EXPECT_THROW(plan_sweep({parse_vary("k=1,1")}, {1}), rt::InputError);
+  EXPECT_THROW(plan_sweep({parse_vary("k=a/b,a_b")}, {1}), rt::InputError);
 }
 
 }  // namespace
