@@ -33,7 +33,7 @@ grpc::Status GrpcFrontend::Generate(grpc::ServerContext* ctx, const engine::prot
   const Admission a =
       engine_.submit_text(req->prompt(), max_tokens, [queue](const StreamUpdate& u) { queue->push(u); });
   if (a.refusal != Refusal::none) {
-    engine_.metrics().record_rejected(a.refusal == Refusal::queue_full ? 429 : a.refusal == Refusal::too_long ? 413 : 503);
+    engine_.metrics().record_rejected(http_status(a.refusal));
     return refusal_status(a);
   }
   const FillerText filler(engine_.seed(), req->prompt());

@@ -30,11 +30,12 @@ std::string chunk(const std::string& data) {
 }
 
 ApiError refusal_error(const Admission& a) {
+  const int status = http_status(a.refusal);
   switch (a.refusal) {
-    case Refusal::queue_full: return ApiError(429, a.detail, "rate_limit_error", "", "rate_limit_exceeded");
+    case Refusal::queue_full: return ApiError(status, a.detail, "rate_limit_error", "", "rate_limit_exceeded");
     case Refusal::too_long:
-      return ApiError(413, a.detail, "invalid_request_error", "max_tokens", "context_length_exceeded");
-    default: return ApiError(503, a.detail, "service_unavailable", "", "no_healthy_worker");
+      return ApiError(status, a.detail, "invalid_request_error", "max_tokens", "context_length_exceeded");
+    default: return ApiError(status, a.detail, "service_unavailable", "", "no_healthy_worker");
   }
 }
 

@@ -39,6 +39,8 @@ struct StreamUpdate {
 using StreamSink = std::function<void(const StreamUpdate&)>;
 
 enum class Refusal { none, queue_full, unhealthy, too_long };
+// The HTTP status of a refusal (the gRPC frontend counts its refusals under the same codes).
+inline int http_status(Refusal r) { return r == Refusal::queue_full ? 429 : r == Refusal::too_long ? 413 : 503; }
 
 struct Admission {
   engine::RequestId id = 0;

@@ -149,11 +149,7 @@ void PdSystem::on_router(const proto::ControlMessage& m) {
       router_cancel(m.cancel());
       return;
     case proto::ControlMessage::kHealthStatus: {
-      const auto it = health_waiting_.find(m.health_status().rank());
-      if (it == health_waiting_.end()) return;
-      const std::vector<HealthDone> waiting = std::move(it->second);
-      health_waiting_.erase(it);
-      for (const HealthDone& done : waiting) done(m.health_status().healthy(), m.health_status().detail());
+      answer_health(m.health_status().rank(), m.health_status().healthy(), m.health_status().detail());
       return;
     }
     default:
@@ -224,11 +220,7 @@ void PdSystem::on_lost(const proto::ControlMessage& m, const std::string& why) {
     case proto::ControlMessage::kHealthCheck:
     case proto::ControlMessage::kHealthStatus: {
       const std::int32_t rank = m.has_health_check() ? m.health_check().rank() : m.health_status().rank();
-      const auto it = health_waiting_.find(rank);
-      if (it == health_waiting_.end()) return;
-      const std::vector<HealthDone> waiting = std::move(it->second);
-      health_waiting_.erase(it);
-      for (const HealthDone& done : waiting) done(false, "health check lost: " + why);
+      answer_health(rank, false, "health check lost: " + why);
       return;
     }
     case proto::ControlMessage::kCancel:
@@ -635,6 +627,14 @@ void PdSystem::abandon(RequestId id, const std::string& why) {
   std::erase_if(pending_, [id](const RequestState& r) { return r.id == id; });
   rt_.record("control", "request_abandoned", {{"request", id}, {"reason", why}}, rt::Severity::warning);
   finish(id, why);
+}
+
+void PdSystem::answer_health(std::int32_t rank, bool healthy, const std::string& detail) {
+  const auto it = health_waiting_.find(rank);
+  if (it == health_waiting_.end()) return;
+  const std::vector<HealthDone> waiting = std::move(it->second);
+  health_waiting_.erase(it);
+  for (const HealthDone& done : waiting) done(healthy, detail);
 }
 
 void PdSystem::finish(RequestId id, const std::string& failure) {

@@ -142,6 +142,8 @@ class PdSystem {
   void maybe_received(RequestId id);
   // Frontend.
   void on_chunk(const proto::TokenChunk& c);
+  // Every health check of `rank` still waiting gets this answer.
+  void answer_health(std::int32_t rank, bool healthy, const std::string& detail);
   void finish(RequestId id, const std::string& failure);
 
   // Sends the frontend the end of a request that failed (`why`) or was cancelled.
