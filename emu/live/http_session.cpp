@@ -5,6 +5,7 @@
 
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <spdlog/spdlog.h>
 
 #include "emu/rt/errors.h"
@@ -38,6 +39,28 @@ ApiError refusal_error(const Admission& a) {
     default: return ApiError(status, a.detail, "service_unavailable", "", "no_healthy_worker");
   }
 }
+
+// One request's wait for the engine: its answer or its deadline, whichever reaches the strand first.
+class EngineWait {
+ public:
+  EngineWait(const net::any_io_executor& strand, std::chrono::milliseconds limit) : timer_(strand, limit) {}
+  template <class Handler>
+  void on_deadline(Handler&& h) {
+    timer_.async_wait(std::forward<Handler>(h));
+  }
+  bool over() const { return over_; }
+  // True for the first caller only: it answers the request.
+  bool finish() {
+    if (over_) return false;
+    over_ = true;
+    timer_.cancel();
+    return true;
+  }
+
+ private:
+  net::steady_timer timer_;
+  bool over_ = false;
+};
 
 }  // namespace
 
@@ -155,9 +178,28 @@ void HttpSession::health() {
 }
 
 void HttpSession::metrics() {
+  auto wait = std::make_shared<EngineWait>(stream_.get_executor(), config_.engine_wait);
+  auto self = shared_from_this();
+  const bool asked = engine_.read_gauges([self, wait](const EngineGauges& g) {
+    net::post(self->stream_.get_executor(), [self, wait, g] {
+      if (wait->finish()) self->send_metrics(g);
+    });
+  });
+  if (!asked) {
+    wait->finish();
+    send_metrics(engine_.last_gauges());
+    return;
+  }
+  // A busy runtime thread: the counters are still current, the gauges the last read.
+  wait->on_deadline([self, wait](beast::error_code ec) {
+    if (!ec && wait->finish()) self->send_metrics(self->engine_.last_gauges());
+  });
+}
+
+void HttpSession::send_metrics(const EngineGauges& g) {
   Response res{http::status::ok, kHttpVersion};
   res.set(http::field::content_type, "text/plain; version=0.0.4");
-  res.body() = engine_.metrics().prometheus_text(engine_.gauges(), engine_.model_name());
+  res.body() = engine_.metrics().prometheus_text(g, engine_.model_name());
   res.keep_alive(keep_alive_);
   respond(std::move(res));
 }
@@ -165,10 +207,37 @@ void HttpSession::metrics() {
 void HttpSession::fault(const Request& req) {
   const nlohmann::json body = nlohmann::json::parse(req.body(), nullptr, false);
   if (body.is_discarded()) throw ApiError::bad_request("the body is not valid JSON");
+  auto wait = std::make_shared<EngineWait>(stream_.get_executor(), config_.engine_wait);
+  auto self = shared_from_this();
+  const auto ticket = engine_.inject(body, [self, wait](InjectOutcome o) {
+    net::post(self->stream_.get_executor(), [self, wait, o = std::move(o)] {
+      if (wait->finish()) self->send_fault_outcome(o);
+    });
+  });
+  if (!ticket) throw ApiError(503, "the server is shutting down", "service_unavailable");
+  wait->on_deadline([self, wait, ticket](beast::error_code ec) {
+    // Once the runtime thread has taken the fault it hits at once: its answer follows.
+    if (ec || wait->over() || !ticket->withdraw()) return;
+    wait->finish();
+    self->respond_error(ApiError(503,
+                                 "the emulated rack did not take the fault within " +
+                                     std::to_string(self->config_.engine_wait.count()) +
+                                     " ms (its runtime thread is busy); it was not injected, try again",
+                                 "service_unavailable", "", "engine_busy"));
+  });
+}
+
+void HttpSession::send_fault_outcome(const InjectOutcome& o) {
+  if (!o.error) {
+    respond_json(200, {{"injected", o.injected}}, keep_alive_);
+    return;
+  }
   try {
-    respond_json(200, {{"injected", engine_.inject(body)}}, keep_alive_);
+    std::rethrow_exception(o.error);
   } catch (const rt::InputError& e) {
-    throw ApiError::bad_request(e.what());
+    respond_error(ApiError::bad_request(e.what()));
+  } catch (const std::exception& e) {
+    respond_error(ApiError(503, e.what(), "service_unavailable"));
   }
 }
 

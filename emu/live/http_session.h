@@ -3,7 +3,8 @@
 // connection's strand; the engine's token updates are posted onto it. A generation answers with
 // server-sent events (chunked) or one JSON body and then closes the connection; while it runs, a read
 // stays posted on the socket so that a client that goes away is noticed at once and its request is
-// cancelled (which frees its KV).
+// cancelled (which frees its KV). What needs the engine's runtime thread (/metrics, /admin/fault) is
+// answered when the engine's answer reaches the strand, or at a deadline: the I/O thread never waits.
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -26,6 +27,9 @@ namespace nvl::emu::live {
 struct HttpConfig {
   std::uint64_t body_limit_bytes = 4 * 1024 * 1024;  // larger request bodies get 413
   std::chrono::seconds read_timeout{30};             // for a request's header and body
+  // How long /metrics and /admin/fault wait for the engine's runtime thread: /metrics then answers
+  // with the gauges last read, /admin/fault with 503 (the fault withdrawn, not injected).
+  std::chrono::milliseconds engine_wait = LiveEngine::kAnswerWait;
   std::int64_t started_s = 0;                        // Unix time the server started (model "created")
 };
 
@@ -49,6 +53,8 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   void metrics();
   void health();
   void fault(const Request& req);
+  void send_metrics(const EngineGauges& g);
+  void send_fault_outcome(const InjectOutcome& o);
   void generate(Endpoint endpoint, const Request& req);
   // Generation, on the strand.
   void on_update(const StreamUpdate& u);

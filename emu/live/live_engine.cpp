@@ -2,6 +2,8 @@
 
 #include <chrono>
 #include <optional>
+#include <stdexcept>
+#include <utility>
 
 #include <spdlog/spdlog.h>
 
@@ -9,11 +11,30 @@ namespace nvl::emu::live {
 
 namespace {
 
-// How long a reader waits for the runtime thread's answer before using the last known gauges.
-constexpr auto kGaugeWait = std::chrono::seconds(2);
 // How often (wall seconds) the ranks' health is read for admission and /health: ranks also come back
 // on their own (a GPU reset, a worker restart).
 constexpr double kHealthPollWallS = 0.02;
+
+// Hands an outcome on exactly once: what the runtime thread gives it, or, when it is dropped
+// unanswered (the fault withdrawn, the runtime stopped before getting to it), an error saying so.
+class OnceReply {
+ public:
+  explicit OnceReply(std::function<void(InjectOutcome)> done) : done_(std::move(done)) {}
+  OnceReply(const OnceReply&) = delete;
+  OnceReply& operator=(const OnceReply&) = delete;
+  ~OnceReply() {
+    if (done_) {
+      done_(InjectOutcome{"", std::make_exception_ptr(std::runtime_error("the fault was not injected: the server "
+                                                                             "is shutting down or gave up waiting"))});
+    }
+  }
+  void answer(InjectOutcome o) { std::exchange(done_, nullptr)(std::move(o)); }
+  // The asker learns the outcome some other way: nothing is handed on.
+  void forget() { done_ = nullptr; }
+
+ private:
+  std::function<void(InjectOutcome)> done_;
+};
 
 }  // namespace
 
@@ -207,24 +228,40 @@ void LiveEngine::cancel(engine::RequestId id) {
   });
 }
 
-std::string LiveEngine::inject(const nlohmann::json& fault) {
-  auto done = std::make_shared<std::promise<std::string>>();
-  std::future<std::string> result = done->get_future();
-  if (!post([this, fault, done] {
+std::shared_ptr<EngineTicket> LiveEngine::inject(const nlohmann::json& fault, std::function<void(InjectOutcome)> done) {
+  auto ticket = std::make_shared<EngineTicket>();
+  auto reply = std::make_shared<OnceReply>(std::move(done));
+  if (!post([this, fault, ticket, reply] {
+        if (!ticket->take()) return;
         try {
-          faults_->inject(fault, [this, done](const std::string& what) {
+          faults_->inject(fault, [this, reply](const std::string& what) {
             refresh_health();
-            done->set_value(what);
+            metrics_.record_fault();
+            reply->answer(InjectOutcome{what, nullptr});
           });
         } catch (...) {
-          done->set_exception(std::current_exception());
+          reply->answer(InjectOutcome{"", std::current_exception()});
         }
       })) {
-    throw std::runtime_error("the server is shutting down");
+    reply->forget();  // the null ticket says it
+    return nullptr;
   }
-  std::string what = result.get();
-  metrics_.record_fault();
-  return what;
+  return ticket;
+}
+
+std::string LiveEngine::inject(const nlohmann::json& fault) {
+  auto answer = std::make_shared<std::promise<InjectOutcome>>();
+  std::future<InjectOutcome> result = answer->get_future();
+  const auto ticket = inject(fault, [answer](InjectOutcome o) { answer->set_value(std::move(o)); });
+  if (!ticket) throw std::runtime_error("the server is shutting down");
+  if (result.wait_for(kAnswerWait) != std::future_status::ready && ticket->withdraw()) {
+    throw std::runtime_error("the emulated rack did not take the fault within " + std::to_string(kAnswerWait.count()) +
+                             " ms (its runtime thread is busy); it was not injected");
+  }
+  // Taken: it hits at once, or the stopping runtime answers that it did not.
+  InjectOutcome o = result.get();
+  if (o.error) std::rethrow_exception(o.error);
+  return o.injected;
 }
 
 void LiveEngine::refresh_health() {
@@ -239,7 +276,7 @@ void LiveEngine::refresh_health() {
   healthy_ranks_ = healthy;
 }
 
-EngineGauges LiveEngine::read_gauges() {
+EngineGauges LiveEngine::gauges_now() {
   refresh_health();
   EngineGauges g;
   engine::NormalWorkerGroup& group = deployment_->system().normal();
@@ -256,19 +293,32 @@ EngineGauges LiveEngine::read_gauges() {
   return g;
 }
 
-EngineGauges LiveEngine::gauges() {
-  auto answer = std::make_shared<std::promise<EngineGauges>>();
-  std::future<EngineGauges> result = answer->get_future();
-  if (post([this, answer] { answer->set_value(read_gauges()); }) &&
-      result.wait_for(kGaugeWait) == std::future_status::ready) {
-    std::lock_guard<std::mutex> lock(gauges_mu_);
-    last_gauges_ = result.get();
-    return last_gauges_;
-  }
+bool LiveEngine::read_gauges(std::function<void(const EngineGauges&)> done) {
+  return post([this, done = std::move(done)] {
+    const EngineGauges g = gauges_now();
+    {
+      std::lock_guard<std::mutex> lock(gauges_mu_);
+      last_gauges_ = g;
+    }
+    done(g);
+  });
+}
+
+EngineGauges LiveEngine::last_gauges() {
   std::lock_guard<std::mutex> lock(gauges_mu_);
   EngineGauges g = last_gauges_;
   g.healthy_ranks = healthy() ? g.healthy_ranks : 0;
   return g;
+}
+
+EngineGauges LiveEngine::gauges() {
+  auto answer = std::make_shared<std::promise<EngineGauges>>();
+  std::future<EngineGauges> result = answer->get_future();
+  if (read_gauges([answer](const EngineGauges& g) { answer->set_value(g); }) &&
+      result.wait_for(kAnswerWait) == std::future_status::ready) {
+    return result.get();
+  }
+  return last_gauges();
 }
 
 void LiveEngine::fail_all(const std::string& why) {

@@ -2,9 +2,12 @@
 // The emulated rack running in real time for network clients. The runtime and the deployment live on
 // one thread of their own (the only one that touches engine state); HTTP and gRPC threads hand work
 // in with the runtime's post() and get tokens back through the StreamSink they pass, which runs on the
-// runtime thread and must only hand the update on (to a strand or a queue), never block.
+// runtime thread and must only hand the update on (to a strand or a queue), never block. The same
+// holds for the callbacks of read_gauges() and inject(): HTTP threads never wait on the runtime.
 #include <atomic>
+#include <chrono>
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <future>
 #include <map>
@@ -48,8 +51,34 @@ struct Admission {
   std::string detail;  // why, when refused
 };
 
+// A fault injected through the admin interface: its description once it has hit, or why not (a bad
+// fault's rt::InputError naming its key, the server shutting down, the asker gave up).
+struct InjectOutcome {
+  std::string injected;
+  std::exception_ptr error;
+};
+
+// Work handed to the runtime thread that its asker may withdraw while it still waits there: exactly
+// one of take() (the runtime thread, starting on it) and withdraw() (the asker) returns true.
+class EngineTicket {
+ public:
+  bool take() { return claim(State::taken); }
+  bool withdraw() { return claim(State::withdrawn); }
+
+ private:
+  enum class State : std::uint8_t { waiting, taken, withdrawn };
+  bool claim(State to) {
+    State from = State::waiting;
+    return state_.compare_exchange_strong(from, to);
+  }
+  std::atomic<State> state_{State::waiting};
+};
+
 class LiveEngine {
  public:
+  // How long the blocking gauges() and inject() wait for the runtime thread (a busy or stalled rack).
+  static constexpr std::chrono::milliseconds kAnswerWait{2000};
+
   // Builds the deployment on the runtime thread and starts serving; the scenario's workload is not
   // run. A bad deployment is the rt::InputError the deployment throws, rethrown here.
   LiveEngine(const Scenario& scenario, LiveOptions opts);
@@ -64,11 +93,23 @@ class LiveEngine {
   Admission submit_text(std::string_view prompt, std::int64_t max_tokens, StreamSink sink);
   // Thread-safe. The request's sink hears nothing more; its KV is freed.
   void cancel(engine::RequestId id);
-  // Thread-safe. Injects a fault (live_faults.h) and returns its description once it has hit; a bad
-  // fault is the rt::InputError naming its key, rethrown here.
+  // Thread-safe. Injects a fault (live_faults.h); `done` runs exactly once, on the runtime thread (or
+  // the thread stopping it), with the outcome, and must only hand it on. The ticket withdraws the fault
+  // while it still waits for the runtime thread. Null, and `done` not run, when the runtime is gone.
+  std::shared_ptr<EngineTicket> inject(const nlohmann::json& fault, std::function<void(InjectOutcome)> done);
+  // Thread-safe, blocking: the same, returning the description; throws the outcome's error, or a
+  // std::runtime_error when the runtime thread does not take the fault within kAnswerWait (withdrawn).
   std::string inject(const nlohmann::json& fault);
-  // Thread-safe. Read on the runtime thread (the last values if it does not answer in time).
+  // Thread-safe. Reads the gauges on the runtime thread and hands them to `done` there (which must
+  // only hand them on); false, and `done` not run, when the runtime is gone.
+  bool read_gauges(std::function<void(const EngineGauges&)> done);
+  // Thread-safe. The gauges last read, for a reader the runtime thread does not answer in time.
+  EngineGauges last_gauges();
+  // Thread-safe, blocking: read_gauges(), or last_gauges() after kAnswerWait.
   EngineGauges gauges();
+  // Thread-safe. Runs `fn` on the runtime thread, where engine state may be touched; false when the
+  // runtime is gone.
+  bool post(std::function<void()> fn);
   // Thread-safe; stops the runtime and fails whatever is still in flight.
   void stop();
 
@@ -87,15 +128,13 @@ class LiveEngine {
     std::int64_t output_tokens = 0;
   };
   void serve(const Scenario& scenario, std::promise<void>& ready);
-  // False when the runtime is gone.
-  bool post(std::function<void()> fn);
   void on_tokens(engine::RequestId id, std::int64_t count);
   void on_done(const engine::RequestTiming& t);
   void start(engine::RequestId id, std::int64_t prompt_tokens, std::vector<engine::BlockHash> hashes,
              std::int64_t max_tokens);
   void fail_all(const std::string& why);
   void refresh_health();
-  EngineGauges read_gauges();
+  EngineGauges gauges_now();
 
   LiveOptions opts_;
   LiveMetrics metrics_;

@@ -2,6 +2,8 @@
 
 #include <sstream>
 
+#include "emu/report/request_latency.h"
+
 namespace nvl::emu::live {
 
 namespace {
@@ -53,11 +55,10 @@ void LiveMetrics::record_done(const engine::RequestTiming& t) {
   ++completed_;
   prompt_tokens_ += static_cast<std::uint64_t>(t.prompt_tokens);
   generation_tokens_ += static_cast<std::uint64_t>(t.output_tokens);
-  if (t.first_token) ttft_s_.observe((*t.first_token - t.arrival).seconds());
-  if (t.finished) e2e_s_.observe((*t.finished - t.arrival).seconds());
-  if (t.first_token && t.finished && t.output_tokens > 1) {
-    tpot_s_.observe((*t.finished - *t.first_token).seconds() / static_cast<double>(t.output_tokens - 1));
-  }
+  const RequestLatency l = request_latency(t, 1.0);
+  if (l.ttft) ttft_s_.observe(*l.ttft);
+  if (l.e2e) e2e_s_.observe(*l.e2e);
+  if (l.tpot) tpot_s_.observe(*l.tpot);
 }
 
 void LiveMetrics::record_cancelled() {

@@ -4,6 +4,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "emu/report/html_escape.h"
+#include "emu/report/html_fault_section.h"
 #include "emu/report/svg_chart.h"
 
 namespace nvl::emu {
@@ -11,17 +13,6 @@ namespace nvl::emu {
 namespace {
 
 constexpr double kPercent = 100.0;
-
-std::string escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '<') out += "&lt;";
-    else if (c == '>') out += "&gt;";
-    else if (c == '&') out += "&amp;";
-    else out += c;
-  }
-  return out;
-}
 
 ChartSeries cdf(const std::string& name, const LatencySummaryMs& l) {
   ChartSeries s{name, {}, {}};
@@ -51,28 +42,30 @@ std::vector<double> hit_rate(const Timeline& t, const std::vector<double>& hits)
 
 void write_html_report(std::ostream& out, const RunReport& r) {
   const Timeline& t = r.timeline;
-  out << "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>nvl72emu: " << escape(r.scenario)
+  const std::vector<ChartMarker> faults = fault_markers(r.faults);
+  out << "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>nvl72emu: " << html_escape(r.scenario)
       << "</title>\n<style>body{font-family:sans-serif;margin:20px;max-width:1500px}"
          "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:3px 8px;text-align:left}"
          ".fail{color:#b00;font-weight:bold}.pass{color:#070}svg{margin:6px;border:1px solid #eee}</style>"
          "</head><body>\n";
-  out << "<h1>" << escape(r.scenario) << "</h1>\n<p>seed " << r.seed << ", event-log hash <code>" << r.event_log_hash
+  out << "<h1>" << html_escape(r.scenario) << "</h1>\n<p>seed " << r.seed << ", event-log hash <code>" << r.event_log_hash
       << "</code>, " << r.sim_time_s << " s simulated (" << r.stop_reason << ") in " << r.wall_time_s
       << " s wall: " << r.speedup() << "x, " << r.gpu_seconds_per_wall_second() << " GPU-s per wall-s</p>\n";
-  out << "<h2>Figures</h2><pre>" << escape(to_json(r).dump(2)) << "</pre>\n" ;
+  out << "<h2>Figures</h2><pre>" << html_escape(to_json(r).dump(2)) << "</pre>\n" ;
   out << "<h2>Checks</h2><table><tr><th>check</th><th>result</th><th>detail</th></tr>\n";
   for (const auto& c : r.checks) {
-    out << "<tr><td>" << escape(c.name) << "</td><td class=\"" << (c.result.pass ? "pass\">pass" : "fail\">FAIL")
-        << "</td><td>" << escape(c.result.detail) << "</td></tr>\n";
+    out << "<tr><td>" << html_escape(c.name) << "</td><td class=\"" << (c.result.pass ? "pass\">pass" : "fail\">FAIL")
+        << "</td><td>" << html_escape(c.result.detail) << "</td></tr>\n";
   }
-  out << "</table>\n<h2>Latency</h2>\n";
+  out << "</table>\n<h2>Faults</h2>\n" << fault_section_html(r.faults);
+  out << "<h2>Latency</h2>\n";
   out << SvgChart::lines({cdf("TTFT", r.ttft)}, {"TTFT CDF", "ms (log scale)", "share of requests", 1.0, true});
   out << SvgChart::lines({cdf("TPOT", r.tpot)}, {"TPOT CDF", "ms (log scale)", "share of requests", 1.0, true});
   out << "<h2>Load over time</h2>\n";
   out << SvgChart::lines({over_time("input", t, t.input_tokens_per_s), over_time("output", t, t.output_tokens_per_s)},
-                         {"Throughput", "simulated s", "tokens/s", std::nullopt, false});
+                         {"Throughput", "simulated s", "tokens/s", std::nullopt, false, faults, "fault hit"});
   out << SvgChart::lines({over_time("waiting", t, t.waiting), over_time("running", t, t.running)},
-                         {"Requests queued and running", "simulated s", "requests", std::nullopt, false});
+                         {"Requests queued and running", "simulated s", "requests", std::nullopt, false, faults, "fault hit"});
   out << "<h2>GPU utilisation</h2>\n";
   out << SvgChart::heatmap(t.gpu_names, t.gpu_busy, t.t_s.empty() ? 0 : t.t_s.back(),
                            {"Compute busy share per GPU", "simulated s", "GPU", std::nullopt, false});
@@ -81,13 +74,13 @@ void write_html_report(std::ostream& out, const RunReport& r) {
   for (const auto& [cls, v] : t.link_mean) mean.push_back(over_time(cls, t, v, kPercent));
   for (const auto& [cls, v] : t.link_peak) peak.push_back(over_time(cls, t, v, kPercent));
   out << SvgChart::lines(mean, {"Link utilisation by class (mean over the class's channels)", "simulated s", "%",
-                                std::nullopt, false});
-  out << SvgChart::lines(peak, {"Busiest channel of each class", "simulated s", "%", std::nullopt, false});
+                                std::nullopt, false, faults, "fault hit"});
+  out << SvgChart::lines(peak, {"Busiest channel of each class", "simulated s", "%", std::nullopt, false, faults, "fault hit"});
   out << "<h2>KV cache</h2>\n";
   std::vector<ChartSeries> hits;
   for (const auto& [tier, v] : t.kv_hit_tokens) hits.push_back(over_time(tier, t, hit_rate(t, v)));
   out << SvgChart::lines(hits, {"KV hit rate by tier (share of prompt tokens admitted)", "simulated s", "%",
-                                std::nullopt, false});
+                                std::nullopt, false, faults, "fault hit"});
   out << "</body></html>\n";
 }
 

@@ -6,6 +6,8 @@
 #include <iomanip>
 #include <sstream>
 
+#include "emu/report/html_escape.h"
+
 namespace nvl::emu {
 
 namespace {
@@ -17,20 +19,7 @@ constexpr int kTicks = 5;
 constexpr std::size_t kMaxPoints = 1'000;  // per series: enough for a smooth line, small pages
 constexpr std::array<const char*, 8> kColours = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e",
                                                  "#9467bd", "#8c564b", "#e377c2", "#17becf"};
-
-std::string escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '&': out += "&amp;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
+constexpr const char* kMarkerColour = "#b00";
 
 std::string fmt(double v) {
   std::ostringstream os;
@@ -48,11 +37,11 @@ void open_svg(std::ostringstream& os, const ChartOptions& opts) {
   os << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << kWidth << "\" height=\"" << kHeight
      << "\" font-family=\"sans-serif\" font-size=\"11\">\n";
   os << "<text x=\"" << kWidth / 2 << "\" y=\"16\" text-anchor=\"middle\" font-size=\"13\" font-weight=\"bold\">"
-     << escape(opts.title) << "</text>\n";
+     << html_escape(opts.title) << "</text>\n";
   os << "<text x=\"" << kLeft + kPlotW / 2 << "\" y=\"" << kHeight - 6 << "\" text-anchor=\"middle\">"
-     << escape(opts.x_label) << "</text>\n";
+     << html_escape(opts.x_label) << "</text>\n";
   os << "<text transform=\"translate(14," << kTop + kPlotH / 2 << ") rotate(-90)\" text-anchor=\"middle\">"
-     << escape(opts.y_label) << "</text>\n";
+     << html_escape(opts.y_label) << "</text>\n";
   os << "<rect x=\"" << kLeft << "\" y=\"" << kTop << "\" width=\"" << kPlotW << "\" height=\"" << kPlotH
      << "\" fill=\"none\" stroke=\"#888\"/>\n";
 }
@@ -103,6 +92,17 @@ std::string SvgChart::lines(const std::vector<ChartSeries>& series, const ChartO
     os << "<text x=\"" << px(v) << "\" y=\"" << kTop + kPlotH + 14 << "\" text-anchor=\"middle\">" << fmt(v)
        << "</text>\n";
   }
+  bool marked = false;
+  for (const ChartMarker& m : opts.markers) {
+    if (m.x < x_min || m.x > x_max || (opts.log_x && m.x <= 0)) continue;
+    marked = true;
+    const double x = px(m.x);
+    os << "<g><title>" << html_escape(m.tooltip) << "</title><line x1=\"" << x << "\" x2=\"" << x << "\" y1=\"" << kTop
+       << "\" y2=\"" << kTop + kPlotH << "\" stroke=\"" << kMarkerColour
+       << "\" stroke-width=\"1\" stroke-dasharray=\"4,3\"/><text x=\"" << x << "\" y=\"" << kTop - 3
+       << "\" text-anchor=\"middle\" font-size=\"9\" fill=\"" << kMarkerColour << "\">" << html_escape(m.label)
+       << "</text></g>\n";
+  }
   for (std::size_t k = 0; k < series.size(); ++k) {
     const auto& s = series[k];
     const std::size_t n = std::min(s.x.size(), s.y.size());
@@ -117,7 +117,13 @@ std::string SvgChart::lines(const std::vector<ChartSeries>& series, const ChartO
     const double ly = kTop + 10 + 16 * static_cast<double>(k);
     os << "<line x1=\"" << kLeft + kPlotW + 10 << "\" x2=\"" << kLeft + kPlotW + 28 << "\" y1=\"" << ly << "\" y2=\""
        << ly << "\" stroke=\"" << colour << "\" stroke-width=\"2\"/><text x=\"" << kLeft + kPlotW + 32 << "\" y=\""
-       << ly + 4 << "\">" << escape(s.name) << "</text>\n";
+       << ly + 4 << "\">" << html_escape(s.name) << "</text>\n";
+  }
+  if (marked && !opts.marker_legend.empty()) {
+    const double ly = kTop + 10 + 16 * static_cast<double>(series.size());
+    os << "<line x1=\"" << kLeft + kPlotW + 10 << "\" x2=\"" << kLeft + kPlotW + 28 << "\" y1=\"" << ly << "\" y2=\""
+       << ly << "\" stroke=\"" << kMarkerColour << "\" stroke-dasharray=\"4,3\"/><text x=\"" << kLeft + kPlotW + 32
+       << "\" y=\"" << ly + 4 << "\">" << html_escape(opts.marker_legend) << "</text>\n";
   }
   os << "</svg>\n";
   return os.str();
@@ -156,7 +162,7 @@ std::string SvgChart::heatmap(const std::vector<std::string>& rows, const std::v
   const std::size_t label_every = std::max<std::size_t>(1, rows.size() / 12);
   for (std::size_t r = 0; r < rows.size(); r += label_every) {
     os << "<text x=\"" << kLeft - 6 << "\" y=\"" << kTop + cell_h * (static_cast<double>(r) + 0.5) + 4
-       << "\" text-anchor=\"end\">" << escape(rows[r]) << "</text>\n";
+       << "\" text-anchor=\"end\">" << html_escape(rows[r]) << "</text>\n";
   }
   for (int i = 0; i <= kTicks; ++i) {
     os << "<text x=\"" << kLeft + kPlotW * i / kTicks << "\" y=\"" << kTop + kPlotH + 14 << "\" text-anchor=\"middle\">"

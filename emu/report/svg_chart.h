@@ -1,6 +1,7 @@
 #pragma once
-// Inline SVG charts built as plain strings (no script, no network): line charts with axes, ticks and
-// a legend, and heatmaps with one row per item. The HTML report embeds them.
+// Inline SVG charts built as plain strings (no script, no network): line charts with axes, ticks, a
+// legend and optional vertical markers (events such as fault hits), and heatmaps with one row per item.
+// The HTML report embeds them.
 #include <optional>
 #include <string>
 #include <vector>
@@ -13,12 +14,21 @@ struct ChartSeries {
   std::vector<double> y;
 };
 
+// A vertical line at x across a line chart, with a short label above it and a longer tooltip.
+struct ChartMarker {
+  double x = 0;
+  std::string label;
+  std::string tooltip;
+};
+
 struct ChartOptions {
   std::string title;
   std::string x_label;
   std::string y_label;
   std::optional<double> y_max;  // unset: the data's maximum
   bool log_x = false;           // for latency CDFs spanning decades
+  std::vector<ChartMarker> markers = {};  // line charts: those outside the data's x range are left out
+  std::string marker_legend = {};         // what the markers are, in the legend
 };
 
 class SvgChart {

@@ -18,6 +18,7 @@
 #include "emu/rt/errors.h"
 #include "emu/rt/virtual_runtime.h"
 #include "emu/faults/fault_injector.h"
+#include "emu/report/request_latency.h"
 #include "emu/scenario/deployment.h"
 #include "emu/scenario/progress_bar.h"
 #include "emu/scenario/session_driver.h"
@@ -269,11 +270,10 @@ RunReport run_once(const Scenario& sc, const RunControls& controls, std::vector<
     ++r.requests_completed;
     r.input_tokens += static_cast<std::uint64_t>(t.prompt_tokens);
     r.output_tokens += static_cast<std::uint64_t>(t.output_tokens);
-    if (t.first_token) ttft.push_back((*t.first_token - t.arrival).seconds() * kMsPerS);
-    if (t.finished) e2e.push_back((*t.finished - t.arrival).seconds() * kMsPerS);
-    if (t.first_token && t.finished && t.output_tokens > 1) {
-      tpot.push_back((*t.finished - *t.first_token).seconds() * kMsPerS / static_cast<double>(t.output_tokens - 1));
-    }
+    const RequestLatency l = request_latency(t, kMsPerS);
+    if (l.ttft) ttft.push_back(*l.ttft);
+    if (l.e2e) e2e.push_back(*l.e2e);
+    if (l.tpot) tpot.push_back(*l.tpot);
   }
   r.ttft = summarize(std::move(ttft));
   r.tpot = summarize(std::move(tpot));

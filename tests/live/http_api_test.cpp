@@ -1,5 +1,7 @@
 // The OpenAI-compatible HTTP server against a real client (Beast) on loopback.
 #include <chrono>
+#include <future>
+#include <memory>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -140,6 +142,87 @@ TEST_F(HttpApi, BadRequestsGetOpenAiErrors) {
   EXPECT_EQ(http_request(port(), verb::post, "/admin/fault", "{oops").status, 400);
   // The server is still there.
   EXPECT_EQ(get(port(), "/health").status, 200);
+}
+
+// Holds the engine's runtime thread, as a long emulation step would, until released.
+class RuntimeStall {
+ public:
+  explicit RuntimeStall(emu::live::LiveEngine& engine) {
+    auto stalled = std::make_shared<std::promise<void>>();
+    std::future<void> started = stalled->get_future();
+    EXPECT_TRUE(engine.post([held = release_.get_future().share(), stalled] {
+      stalled->set_value();
+      held.wait();
+    }));
+    started.wait();
+  }
+  ~RuntimeStall() { release(); }
+  RuntimeStall(const RuntimeStall&) = delete;
+  RuntimeStall& operator=(const RuntimeStall&) = delete;
+  void release() {
+    if (!released_) release_.set_value();
+    released_ = true;
+  }
+
+ private:
+  std::promise<void> release_;
+  bool released_ = false;
+};
+
+double elapsed_ms(std::chrono::steady_clock::time_point since) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - since).count();
+}
+
+TEST(HttpEngineWait, ABusyEngineBlocksNoIoThreadAndAFaultItDidNotTakeIsNotInjected) {
+  emu::live::LiveServerOptions opts;
+  opts.http_threads = 1;  // a blocked I/O thread would hold up every other connection
+  opts.http.engine_wait = std::chrono::milliseconds(1500);
+  auto server = start_server(opts);
+  const std::uint16_t http = server->http_port();
+  const std::string faults_line =
+      "nvl:faults_injected_total{model_name=\"" + server->engine().model_name() + "\"} ";
+  RuntimeStall stall(server->engine());
+
+  const auto asked = std::chrono::steady_clock::now();
+  auto fault = std::async(std::launch::async, [http] {
+    return post_json(http, "/admin/fault", {{"kind", "gpu_lost"}, {"target", 1}});
+  });
+  auto metrics = std::async(std::launch::async, [http] { return get(http, "/metrics"); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  const auto health_asked = std::chrono::steady_clock::now();
+  EXPECT_EQ(get(http, "/health").status, 200);
+  EXPECT_LT(elapsed_ms(health_asked), 1000.0) << "/health waited behind the engine";
+
+  const HttpReply busy = fault.get();
+  EXPECT_GE(elapsed_ms(asked), 1500.0);
+  EXPECT_EQ(busy.status, 503) << busy.body;
+  EXPECT_EQ(busy.json()["error"]["code"], "engine_busy");
+  EXPECT_NE(busy.body.find("not injected"), std::string::npos) << busy.body;
+  const HttpReply stale = metrics.get();
+  EXPECT_EQ(stale.status, 200) << "the last gauges and the live counters";
+  EXPECT_NE(stale.body.find(faults_line + "0\n"), std::string::npos);
+
+  stall.release();
+  const auto g = server->engine().gauges();
+  EXPECT_EQ(g.healthy_ranks, g.total_ranks) << "the withdrawn gpu_lost never hit";
+  const HttpReply hit =
+      post_json(http, "/admin/fault", {{"kind", "straggler"}, {"target", "normal rank 2"}, {"factor", 0.5}, {"duration_s", 1}});
+  EXPECT_EQ(hit.status, 200) << hit.body;
+  EXPECT_NE(get(http, "/metrics").body.find(faults_line + "1\n"), std::string::npos);
+}
+
+TEST(HttpEngineWait, TheBlockingInjectGivesUpOnABusyEngineToo) {
+  auto server = start_server();
+  RuntimeStall stall(server->engine());
+  try {
+    server->engine().inject({{"kind", "gpu_lost"}, {"target", 1}});
+    ADD_FAILURE() << "a stalled engine took the fault";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("not injected"), std::string::npos) << e.what();
+  }
+  stall.release();
+  const auto g = server->engine().gauges();
+  EXPECT_EQ(g.healthy_ranks, g.total_ranks);
 }
 
 TEST(HttpLimits, BodyOverTheLimitIs413) {

@@ -1,11 +1,13 @@
 // The report outputs: the Chrome trace keeps only its window and cap and says what it cut; the SVG
-// charts and the HTML page are self-contained and show the data they are given.
+// charts and the HTML page are self-contained and show the data they are given, faults included.
 #include <sstream>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "emu/faults/fault_timeline.h"
 #include "emu/report/html_report.h"
+#include "emu/report/request_latency.h"
 #include "emu/report/svg_chart.h"
 #include "emu/report/trace_recorder.h"
 #include "emu/rt/event_log.h"
@@ -14,6 +16,37 @@ namespace nvl::emu {
 namespace {
 
 rt::Time at_ms(std::int64_t ms) { return rt::Time::zero() + rt::ms(ms); }
+
+std::size_t count(const std::string& text, const std::string& what) {
+  std::size_t n = 0;
+  for (auto p = text.find(what); p != std::string::npos; p = text.find(what, p + what.size())) ++n;
+  return n;
+}
+
+// The part of the page from one heading (or the start of one chart) to the next.
+std::string between(const std::string& html, const std::string& from, const std::string& to) {
+  const auto a = html.find(from);
+  if (a == std::string::npos) return "";
+  const auto b = html.find(to, a + from.size());
+  return html.substr(a, b == std::string::npos ? std::string::npos : b - a);
+}
+
+RunReport report_over_100_s() {
+  RunReport r;
+  r.scenario = "faulty";
+  r.timeline.t_s = {0, 50, 100};
+  r.timeline.output_tokens_per_s = {100, 20, 100};
+  r.timeline.input_tokens_per_s = {1000, 0, 1000};
+  r.timeline.waiting = {1, 9, 0};
+  r.timeline.running = {3, 1, 2};
+  return r;
+}
+
+std::string html_of(const RunReport& r) {
+  std::ostringstream out;
+  write_html_report(out, r);
+  return out.str();
+}
 
 TEST(TraceRecorder, KeepsTheWindowAndCountsWhatItCuts) {
   TraceRecorder t(TraceOptions{.start_s = 1.0, .window_s = 1.0, .max_events = 2});
@@ -97,6 +130,102 @@ TEST(HtmlReport, IsOnePageWithItsPlotsAndChecks) {
   }
   EXPECT_NE(html.find("FAIL"), std::string::npos);
   EXPECT_NE(html.find("the first token delivered twice"), std::string::npos);
+}
+
+TEST(SvgChart, MarksEventsInsideTheDataOnly) {
+  ChartOptions opts{"Throughput", "s", "tokens/s", std::nullopt, false};
+  opts.markers = {{5, "1", "fault 1 <gpu_lost>"}, {50, "2", "after the data"}};
+  opts.marker_legend = "fault hit";
+  const std::string svg = SvgChart::lines({{"output", {0, 10}, {1, 2}}}, opts);
+  EXPECT_EQ(count(svg, "<g><title>"), 1u);
+  EXPECT_NE(svg.find("<title>fault 1 &lt;gpu_lost&gt;</title>"), std::string::npos);
+  EXPECT_EQ(svg.find("after the data"), std::string::npos);
+  EXPECT_NE(svg.find(">fault hit</text>"), std::string::npos);
+  opts.markers.erase(opts.markers.begin());
+  EXPECT_EQ(SvgChart::lines({{"output", {0, 10}, {1, 2}}}, opts).find("fault hit"), std::string::npos)
+      << "no legend entry without a marker shown";
+}
+
+TEST(HtmlReport, ShowsEachFaultWithItsTimes) {
+  FaultTimeline faults;
+  FaultTarget rank7;
+  rank7.type = FaultTarget::Type::gpu;
+  rank7.gpu = 7;
+  rank7.text = "normal rank 7";
+  const std::size_t lost = faults.hit(at_ms(30'000), FaultKind::gpu_lost, rank7, false);
+  faults.detected(lost, at_ms(30'250), "health_check");
+  faults.recovered(lost, at_ms(31'500), "rank removed");
+  faults.at(lost).requests_affected = 12;
+  faults.at(lost).detail["why"] = "<script>alert('x')</script>";
+  FaultTarget link;
+  link.type = FaultTarget::Type::link;
+  link.text = "nic0 <-> leaf2";
+  faults.hit(at_ms(70'000), FaultKind::link_flap, link, true);
+
+  RunReport r = report_over_100_s();
+  r.faults = faults.to_json();
+  const std::string html = html_of(r);
+  const std::string section = between(html, "<h2>Faults</h2>", "<h2>");
+  ASSERT_FALSE(section.empty());
+  EXPECT_EQ(count(section, "<tr>"), 3u) << "a header and one row per fault";
+  const std::string first = between(section, "<tr><td>1</td>", "</tr>");
+  for (const char* want : {"gpu_lost", "normal rank 7", "timed", "30.000", "30.250", "health_check", "0.250", "31.500",
+                           "rank removed", "1.500", "<td>12</td>"}) {
+    EXPECT_NE(first.find(want), std::string::npos) << want << " in " << first;
+  }
+  EXPECT_NE(first.find("&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;"), std::string::npos) << first;
+  const std::string second = between(section, "<tr><td>2</td>", "</tr>");
+  for (const char* want : {"link_flap", "nic0 &lt;-&gt; leaf2", "random", "70.000", "not detected", "not recovered"}) {
+    EXPECT_NE(second.find(want), std::string::npos) << want << " in " << second;
+  }
+  EXPECT_EQ(html.find("<script"), std::string::npos);
+  EXPECT_EQ(html.find("<-> leaf2"), std::string::npos);
+
+  const std::string throughput = between(html, "Throughput</text>", "</svg>");
+  EXPECT_EQ(count(throughput, "<g><title>fault "), 2u) << "both hits are marked on the throughput plot";
+  EXPECT_NE(throughput.find("fault 1: gpu_lost on normal rank 7 at 30.000 s"), std::string::npos);
+  EXPECT_NE(throughput.find("fault 2: link_flap on nic0 &lt;-&gt; leaf2 at 70.000 s"), std::string::npos);
+  EXPECT_EQ(count(between(html, "Requests queued and running</text>", "</svg>"), "<g><title>fault "), 2u);
+}
+
+TEST(HtmlReport, SaysInOneLineWhenThereWereNoFaults) {
+  const std::string html = html_of(report_over_100_s());
+  EXPECT_EQ(between(html, "<h2>Faults</h2>", "<h2>"), "<h2>Faults</h2>\n<p>No faults in this run.</p>\n");
+  EXPECT_EQ(html.find("stroke-dasharray"), std::string::npos);
+}
+
+TEST(HtmlReport, ReadsFaultsWithFieldsLeftOut) {
+  RunReport r = report_over_100_s();
+  r.faults = nlohmann::json::array({{{"kind", "router_restart"}, {"hit_s", 12.5}, {"detected_s", 13.0}}, "not a fault"});
+  const std::string section = between(html_of(r), "<h2>Faults</h2>", "<h2>");
+  EXPECT_EQ(count(section, "<tr>"), 2u);
+  for (const char* want : {"router_restart", "12.500", "13.000", "0.500", "not recovered"}) {
+    EXPECT_NE(section.find(want), std::string::npos) << want << " in " << section;
+  }
+}
+
+TEST(RequestLatency, TtftTpotAndE2eInTheUnitAsked) {
+  engine::RequestTiming t;
+  t.arrival = at_ms(1'000);
+  t.first_token = at_ms(1'250);
+  t.finished = at_ms(2'250);
+  t.output_tokens = 11;  // ten after the first, over one second
+  const RequestLatency ms = request_latency(t, 1e3);
+  ASSERT_TRUE(ms.ttft && ms.tpot && ms.e2e);
+  EXPECT_DOUBLE_EQ(*ms.ttft, 250.0);
+  EXPECT_DOUBLE_EQ(*ms.tpot, 100.0);
+  EXPECT_DOUBLE_EQ(*ms.e2e, 1'250.0);
+  const RequestLatency s = request_latency(t, 1.0);
+  EXPECT_DOUBLE_EQ(*s.ttft, 0.25);
+  EXPECT_DOUBLE_EQ(*s.tpot, 0.1);
+
+  t.output_tokens = 1;
+  EXPECT_FALSE(request_latency(t, 1.0).tpot) << "one token has no time per output token";
+  t.finished.reset();
+  const RequestLatency unfinished = request_latency(t, 1.0);
+  EXPECT_TRUE(unfinished.ttft);
+  EXPECT_FALSE(unfinished.e2e);
+  EXPECT_FALSE(unfinished.tpot);
 }
 
 TEST(EventLogObserver, SeesEveryRecordAndLeavesTheHashAlone) {
