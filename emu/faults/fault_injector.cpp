@@ -4,9 +4,17 @@
 
 namespace nvl::emu {
 
+namespace {
+std::vector<std::int64_t> gpu_ids(const std::vector<hal::Device*>& gpus) {
+  std::vector<std::int64_t> ids;
+  for (const hal::Device* g : gpus) ids.push_back(g->id());
+  return ids;
+}
+}  // namespace
+
 FaultInjector::FaultInjector(rt::Runtime& rt, const FaultPlan& plan, rt::Time run_end, EmulatedCluster& cluster,
                              engine::PdSystem& system)
-    : rt_(rt), cluster_(cluster), system_(system) {
+    : rt_(rt), cluster_(cluster), system_(system), timeline_(gpu_ids(system.prefill_gpus())) {
   for (const ScheduledFault& f : plan.scheduled) schedule(f, false);
   rt::Rng& rng = rt.rng("faults");
   for (const RandomFault& r : plan.random) {
@@ -128,7 +136,11 @@ void FaultInjector::apply(const ScheduledFault& f, bool random) {
       return;
     }
     case FaultKind::worker_crash:
-      system_.crash_worker(rank);
+      if (rank < system_.normal().ranks()) {
+        system_.crash_worker(rank);
+      } else {
+        system_.crash_prefill_worker();  // one TP group: a process of it dying takes the worker down
+      }
       return;
     case FaultKind::router_restart:
       system_.restart_router();

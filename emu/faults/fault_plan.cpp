@@ -33,11 +33,8 @@ bool gpu_target(FaultKind k) {
   return k == FaultKind::gpu_lost || k == FaultKind::gpu_ecc || k == FaultKind::nvlink_error ||
          k == FaultKind::straggler || k == FaultKind::grace_memory_error || k == FaultKind::worker_crash;
 }
-// The engine recovers from these on the normal group only.
-bool normal_only(FaultKind k) {
-  return k == FaultKind::gpu_lost || k == FaultKind::gpu_ecc || k == FaultKind::grace_memory_error ||
-         k == FaultKind::worker_crash;
-}
+// Only the normal ranks have a Grace KV tier.
+bool normal_only(FaultKind k) { return k == FaultKind::grace_memory_error; }
 
 class TargetReader {
  public:
@@ -51,8 +48,8 @@ class TargetReader {
       out.type = FaultTarget::Type::gpu;
       out.gpu = gpu_of(t, where);
       if (normal_only(kind) && out.gpu >= ctx_.normal_gpus) {
-        fail(where, "GPU " + std::to_string(out.gpu) + " is a prefill GPU: the engine recovers from " +
-                        std::string(to_string(kind)) + " on normal GPUs only (0 to " +
+        fail(where, "GPU " + std::to_string(out.gpu) + " is a prefill GPU: " + std::string(to_string(kind)) +
+                        " hits a normal rank's Grace KV tier, which the prefill worker has not (normal GPUs: 0 to " +
                         std::to_string(ctx_.normal_gpus - 1) + ")");
       }
       out.text = "gpu " + std::to_string(out.gpu);

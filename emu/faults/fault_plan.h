@@ -21,7 +21,8 @@ enum class FaultKind : std::uint8_t {
   partition,           // two sets of hosts cannot reach each other over the scale-out network
   straggler,           // a GPU's clock drops to `factor` for a period (thermal throttling)
   grace_memory_error,  // a normal rank's Grace KV blocks are lost
-  worker_crash,        // a normal rank's worker process dies (restarts after deployment.worker_restart_s)
+  worker_crash,        // a worker process dies, a normal rank's or the prefill worker's (restarts after
+                       // deployment.worker_restart_s)
   router_restart,      // the router restarts and rebuilds its prefix index
 };
 

@@ -9,6 +9,7 @@ std::size_t FaultTimeline::hit(rt::Time t, FaultKind kind, const FaultTarget& ta
   e.kind = kind;
   e.target = target.type == FaultTarget::Type::none ? "router" : target.text;
   e.gpu = target.type == FaultTarget::Type::gpu ? target.gpu : -1;
+  e.prefill = e.gpu >= 0 && std::find(prefill_gpus_.begin(), prefill_gpus_.end(), e.gpu) != prefill_gpus_.end();
   e.random = random;
   e.hit = t;
   entries_.push_back(std::move(e));
@@ -27,6 +28,13 @@ void FaultTimeline::recovered(std::size_t i, rt::Time t, std::string how) {
   e.recovery = std::move(how);
 }
 
+namespace {
+// The faults that take a worker down until it is declared dead and, unless its GPU is lost, back.
+const std::initializer_list<FaultKind> kWorkerFaults = {FaultKind::gpu_lost, FaultKind::gpu_ecc, FaultKind::worker_crash};
+
+bool is_worker_fault(FaultKind k) { return std::find(kWorkerFaults.begin(), kWorkerFaults.end(), k) != kWorkerFaults.end(); }
+}  // namespace
+
 FaultEntry* FaultTimeline::open(std::int64_t gpu, std::initializer_list<FaultKind> kinds, bool detected) {
   for (auto it = entries_.rbegin(); it != entries_.rend(); ++it) {
     if (it->gpu != gpu || std::find(kinds.begin(), kinds.end(), it->kind) == kinds.end()) continue;
@@ -35,17 +43,70 @@ FaultEntry* FaultTimeline::open(std::int64_t gpu, std::initializer_list<FaultKin
   return nullptr;
 }
 
+FaultEntry* FaultTimeline::declared(std::int64_t gpu) {
+  for (auto it = entries_.rbegin(); it != entries_.rend(); ++it) {
+    if ((gpu < 0 ? it->prefill : it->gpu == gpu) && is_worker_fault(it->kind) && it->detected) return &*it;
+  }
+  return nullptr;
+}
+
+// The prefill worker's records: one TP group over its GPUs, so a declaration answers every fault on
+// any of them that is still open.
+void FaultTimeline::on_prefill_record(rt::Time t, std::string_view kind, const nlohmann::json& fields) {
+  const auto each = [&](auto&& fn) {
+    for (FaultEntry& e : entries_) {
+      if (e.prefill && is_worker_fault(e.kind)) fn(e);
+    }
+  };
+  if (kind == "prefill_worker_declared_dead") {
+    each([&](FaultEntry& e) {
+      if (e.detected) return;
+      e.detected = t;
+      e.detected_by = fields.at("how").get<std::string>();
+      e.detail["declared_why"] = fields.at("why");
+    });
+  } else if (kind == "prefill_worker_removed") {
+    if (FaultEntry* e = declared(-1)) e->requests_affected += fields.at("requests").get<std::int64_t>();
+  } else if (kind == "local_prefill_instead") {
+    if (FaultEntry* e = declared(-1)) ++e->requests_affected;
+  } else if (kind == "prefill_worker_out") {
+    each([&](FaultEntry& e) {
+      if (e.kind != FaultKind::gpu_lost || e.recovered) return;
+      if (!e.detected) {
+        e.detected = t;  // lost while the worker was out already: its reset found it
+        e.detected_by = "gpu_reset";
+      }
+      e.recovered = t;
+      e.recovery = "prefill worker out for the rest of the run (its TP group cannot run without the GPU): every "
+                   "prompt prefilled on the DP ranks";
+    });
+  } else if (kind == "prefill_worker_back") {
+    each([&](FaultEntry& e) {
+      if (!e.detected || e.recovered || e.kind == FaultKind::gpu_lost) return;
+      e.recovered = t;
+      e.recovery = e.kind == FaultKind::gpu_ecc
+                       ? "drained, GPU reset, prefill worker back: the router sends long prompts to it again"
+                       : "worker restarted (its queue and KV lost) and back: the router sends long prompts to it again";
+    });
+  }
+}
+
 void FaultTimeline::on_record(rt::Time t, std::string_view source, std::string_view kind, const nlohmann::json& fields) {
-  const std::initializer_list<FaultKind> kRankFaults = {FaultKind::gpu_lost, FaultKind::gpu_ecc, FaultKind::worker_crash};
-  if (source == "health" && kind == "rank_declared_dead") {
+  if ((source == "health" && kind.starts_with("prefill_worker_")) ||
+      (source == "pd" && (kind == "prefill_worker_removed" || kind == "local_prefill_instead"))) {
+    on_prefill_record(t, kind, fields);
+  } else if (source == "pd" && kind == "request_redirected") {
+    // Routed to the rank before it was declared, it went elsewhere.
+    if (FaultEntry* e = declared(fields.at("dead_rank").get<std::int64_t>())) ++e->requests_affected;
+  } else if (source == "health" && kind == "rank_declared_dead") {
     // Normal rank r runs on GPU r.
-    if (FaultEntry* e = open(fields.at("rank").get<std::int64_t>(), kRankFaults, false)) {
+    if (FaultEntry* e = open(fields.at("rank").get<std::int64_t>(), kWorkerFaults, false)) {
       e->detected = t;
       e->detected_by = fields.at("how").get<std::string>();
       e->detail["declared_why"] = fields.at("why");
     }
   } else if (source == "normal-group" && kind == "rank_removed") {
-    if (FaultEntry* e = open(fields.at("rank").get<std::int64_t>(), kRankFaults, true)) {
+    if (FaultEntry* e = open(fields.at("rank").get<std::int64_t>(), kWorkerFaults, true)) {
       e->requests_affected += fields.at("requests").get<std::int64_t>();
       if (e->kind == FaultKind::gpu_lost) {
         e->recovered = t;
@@ -53,7 +114,7 @@ void FaultTimeline::on_record(rt::Time t, std::string_view source, std::string_v
       }
     }
   } else if (source == "eplb" && kind == "experts_replaced") {
-    if (FaultEntry* e = open(fields.at("rank").get<std::int64_t>(), kRankFaults, true)) e->detail["experts"] = fields;
+    if (FaultEntry* e = open(fields.at("rank").get<std::int64_t>(), kWorkerFaults, true)) e->detail["experts"] = fields;
     else if (FaultEntry* lost = open(fields.at("rank").get<std::int64_t>(), {FaultKind::gpu_lost}, false)) lost->detail["experts"] = fields;
   } else if (source == "health" && kind == "rank_back") {
     if (FaultEntry* e = open(fields.at("rank").get<std::int64_t>(), {FaultKind::gpu_ecc, FaultKind::worker_crash}, true)) {

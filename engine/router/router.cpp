@@ -22,7 +22,7 @@ std::optional<RouteDecision> Router::route(std::span<const BlockHash> hashes, st
   RouteDecision d;
   d.cached_tokens = std::min(prompt_tokens, index_.best_match(hashes) * cfg_.block_tokens);
   d.uncached_tokens = prompt_tokens - d.cached_tokens;
-  d.path = cfg_.prefill_worker && d.uncached_tokens >= cfg_.prefill_threshold_tokens ? PrefillPath::prefill_worker
+  d.path = prefill_worker_up() && d.uncached_tokens >= cfg_.prefill_threshold_tokens ? PrefillPath::prefill_worker
                                                                                      : PrefillPath::local;
   std::vector<RankMatch> matches;
   if (policy_->uses_prefix_index()) matches = index_.match(hashes);

@@ -38,6 +38,10 @@ class Router {
   void on_kv_event(const KvEvent& e) { index_.apply(e); }
   // A restarted router has lost its in-memory index; it refills from new KV events.
   void restart() { index_.clear(); }
+  // The prefill worker was declared dead (false) or is back (true): while it is down every prompt is
+  // prefilled on its DP rank.
+  void set_prefill_worker_up(bool up) { prefill_worker_up_ = up; }
+  bool prefill_worker_up() const { return cfg_.prefill_worker && prefill_worker_up_; }
   // nullopt when no rank is healthy.
   std::optional<RouteDecision> route(std::span<const BlockHash> hashes, std::int64_t prompt_tokens,
                                      std::span<const RankLoad> loads);
@@ -51,6 +55,7 @@ class Router {
   PrefixIndex index_;
   std::unique_ptr<RoutingPolicy> policy_;
   std::uint64_t routed_[2] = {0, 0};
+  bool prefill_worker_up_ = true;
 };
 
 }  // namespace nvl::engine

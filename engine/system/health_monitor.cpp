@@ -5,12 +5,13 @@
 namespace nvl::engine {
 
 HealthMonitor::HealthMonitor(rt::Runtime& rt, HealthConfig cfg, std::int32_t ranks, Probe probe, Declare declare,
-                             std::function<bool()> busy)
+                             std::function<bool()> busy, bool prefill_worker)
     : rt_(rt),
       cfg_(cfg),
       probe_(std::move(probe)),
       declare_(std::move(declare)),
-      state_(static_cast<std::size_t>(ranks), State::watched),
+      state_(static_cast<std::size_t>(ranks) + (prefill_worker ? 1 : 0), State::watched),
+      ranks_(ranks),
       busy_(std::move(busy)) {
   if (cfg_.check_interval <= rt::Duration() || cfg_.detection_delay < rt::Duration() ||
       cfg_.gpu_reset_time < rt::Duration() || cfg_.worker_restart_time < rt::Duration()) {
@@ -19,42 +20,60 @@ HealthMonitor::HealthMonitor(rt::Runtime& rt, HealthConfig cfg, std::int32_t ran
   }
 }
 
-void HealthMonitor::operation_error(std::int32_t rank) { suspect(rank, "operation_error"); }
+void HealthMonitor::operation_error(std::int32_t member) { suspect(member, "operation_error"); }
 
 void HealthMonitor::watch() {
   if (next_check_.pending()) return;
   next_check_ = rt_.call_after(cfg_.check_interval, [this] { check(); });
 }
 
-void HealthMonitor::rank_back(std::int32_t rank) { state_.at(static_cast<std::size_t>(rank)) = State::watched; }
+void HealthMonitor::back(std::int32_t member) { state_of(member) = State::watched; }
+
+HealthMonitor::State& HealthMonitor::state_of(std::int32_t member) {
+  if (member == kPrefillWorker) {
+    if (state_.size() == static_cast<std::size_t>(ranks_)) throw std::out_of_range("health monitor: no prefill worker watched");
+    return state_.back();
+  }
+  if (member < 0 || member >= ranks_) throw std::out_of_range("health monitor: no DP rank " + std::to_string(member));
+  return state_[static_cast<std::size_t>(member)];
+}
+
+void HealthMonitor::record(std::int32_t member, const std::string& what, nlohmann::json fields) {
+  const bool warning = what != "cleared";
+  if (member == kPrefillWorker) {
+    rt_.record("health", "prefill_worker_" + what, std::move(fields), warning ? rt::Severity::warning : rt::Severity::info);
+    return;
+  }
+  fields["rank"] = member;
+  rt_.record("health", "rank_" + what, std::move(fields), warning ? rt::Severity::warning : rt::Severity::info);
+}
 
 void HealthMonitor::check() {
   ++checks_;
-  for (std::size_t r = 0; r < state_.size(); ++r) {
-    if (state_[r] == State::watched && probe_(static_cast<std::int32_t>(r))) {
-      suspect(static_cast<std::int32_t>(r), "health_check");
-    }
+  for (std::size_t i = 0; i < state_.size(); ++i) {
+    const std::int32_t member = i < static_cast<std::size_t>(ranks_) ? static_cast<std::int32_t>(i) : kPrefillWorker;
+    if (state_[i] == State::watched && probe_(member)) suspect(member, "health_check");
   }
   if (busy_()) next_check_ = rt_.call_after(cfg_.check_interval, [this] { check(); });
 }
 
-void HealthMonitor::suspect(std::int32_t rank, const std::string& how) {
-  State& s = state_.at(static_cast<std::size_t>(rank));
+void HealthMonitor::suspect(std::int32_t member, const std::string& how) {
+  State& s = state_of(member);
   if (s != State::watched) return;
   s = State::suspected;
-  rt_.record("health", "rank_suspected", {{"rank", rank}, {"how", how}}, rt::Severity::warning);
-  rt_.call_after(cfg_.detection_delay, [this, rank, how] {
-    State& st = state_.at(static_cast<std::size_t>(rank));
+  record(member, "suspected", {{"how", how}});
+  rt_.call_after(cfg_.detection_delay, [this, member, how] {
+    State& st = state_of(member);
     if (st != State::suspected) return;
-    const auto why = probe_(rank);
+    const auto why = probe_(member);
     if (!why) {
-      st = State::watched;  // a transient error: the rank answers healthy
-      rt_.record("health", "rank_cleared", {{"rank", rank}, {"how", how}});
+      st = State::watched;  // a transient error: the member answers healthy
+      record(member, "cleared", {{"how", how}});
       return;
     }
     st = State::declared;
-    rt_.record("health", "rank_declared_dead", {{"rank", rank}, {"how", how}, {"why", *why}}, rt::Severity::warning);
-    declare_(rank, *why, how);
+    record(member, "declared_dead", {{"how", how}, {"why", *why}});
+    declare_(member, *why, how);
   });
 }
 

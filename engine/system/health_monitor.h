@@ -1,8 +1,8 @@
 #pragma once
-// Notices dead normal ranks, the two ways a serving system does: a periodic health check of every rank
-// (armed only while there is work, so an idle run can end) and the operation errors its steps report.
-// Either way the rank is declared after the detection delay (a deployment option: how long the real
-// checks take to conclude), and only if it is still unhealthy then.
+// Notices dead normal ranks and a dead prefill worker, the two ways a serving system does: a periodic
+// health check of every member (armed only while there is work, so an idle run can end) and the
+// operation errors its steps report. Either way the member is declared after the detection delay (a
+// deployment option: how long the real checks take to conclude), and only if it is still unhealthy then.
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -22,36 +22,43 @@ struct HealthConfig {
 
 class HealthMonitor {
  public:
-  // What is wrong with a rank now (nullopt: healthy, or no longer watched).
-  using Probe = std::function<std::optional<std::string>(std::int32_t rank)>;
-  // The rank is declared dead: `why` from the probe, `how` it was noticed ("health_check", "operation_error").
-  using Declare = std::function<void(std::int32_t rank, const std::string& why, const std::string& how)>;
+  // The member that stands for the prefill worker (the DP ranks are 0 .. ranks - 1).
+  static constexpr std::int32_t kPrefillWorker = -1;
+  // What is wrong with a member now (nullopt: healthy, or no longer watched).
+  using Probe = std::function<std::optional<std::string>(std::int32_t member)>;
+  // The member is declared dead: `why` from the probe, `how` it was noticed ("health_check", "operation_error").
+  using Declare = std::function<void(std::int32_t member, const std::string& why, const std::string& how)>;
 
+  // Watches DP ranks 0 .. ranks - 1 and, with `prefill_worker`, the prefill worker (kPrefillWorker).
   // `busy` says whether there is work: the periodic check re-arms itself only while it holds.
   HealthMonitor(rt::Runtime& rt, HealthConfig cfg, std::int32_t ranks, Probe probe, Declare declare,
-                std::function<bool()> busy);
+                std::function<bool()> busy, bool prefill_worker = false);
 
   const HealthConfig& config() const { return cfg_; }
-  // A step failed on the rank: declared after the detection delay if the probe still finds it unhealthy.
-  void operation_error(std::int32_t rank);
+  // A step failed on the member: declared after the detection delay if the probe still finds it unhealthy.
+  void operation_error(std::int32_t member);
   // Arms the periodic check unless it is armed (new work arrived, or a fault may need noticing).
   void watch();
   // The work is done: the pending check is dropped (watch() arms it again).
   void pause() { next_check_.cancel(); }
-  // A declared rank is healthy again and watched anew.
-  void rank_back(std::int32_t rank);
+  // A declared member is healthy again and watched anew.
+  void back(std::int32_t member);
   std::uint64_t checks() const { return checks_; }
 
  private:
   enum class State : std::uint8_t { watched, suspected, declared };
   void check();
-  void suspect(std::int32_t rank, const std::string& how);
+  void suspect(std::int32_t member, const std::string& how);
+  State& state_of(std::int32_t member);
+  // The event-log record of `what` ("suspected", "cleared", "declared_dead") happening to the member.
+  void record(std::int32_t member, const std::string& what, nlohmann::json fields);
 
   rt::Runtime& rt_;
   HealthConfig cfg_;
   Probe probe_;
   Declare declare_;
-  std::vector<State> state_;
+  std::vector<State> state_;  // the DP ranks, then the prefill worker
+  std::int32_t ranks_ = 0;
   std::function<bool()> busy_;
   rt::TimerHandle next_check_;
   std::uint64_t checks_ = 0;

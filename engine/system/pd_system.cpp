@@ -121,6 +121,7 @@ PdSystem::PdSystem(rt::Runtime& rt, const ModelProfile& model, hal::Collectives&
           control_.send(prefill_address_, rank_address(rank), std::move(m));
         });
     prefill_gpu_ = sources.front();
+    prefill_gpus_ = d.prefill_gpus;
     prefill_address_ = hal::Address{d.prefill_gpus.front()->info().host, kPrefillPort};
     control_.listen(prefill_address_, [this](const proto::ControlMessage& m) { on_prefill(m); });
     transfer_.emplace(*rdma, std::move(sources), cfg_.transfer);
@@ -287,7 +288,8 @@ void PdSystem::route(RequestState request) {
       }
     }
     const std::int64_t reachable = own_blocks + (f.source != PrefixSource::none ? f.blocks : 0);
-    if (prefill_ && request.prompt_tokens - reachable * block_tokens() >= router_.config().prefill_threshold_tokens) {
+    if (prefill_ && !prefill_down_ &&
+        request.prompt_tokens - reachable * block_tokens() >= router_.config().prefill_threshold_tokens) {
       path = PrefillPath::prefill_worker;
     } else {
       s.set_cached_prefix_tokens(static_cast<std::uint32_t>(own_blocks * block_tokens()));
@@ -336,6 +338,18 @@ void PdSystem::rank_schedule(std::int32_t rank, const proto::ScheduleOnRank& s) 
   if (!live(request.id)) return;
   if (redirect(rank, request, s.path() == proto::PREFILL_PATH_PREFILL)) return;
   if (s.path() == proto::PREFILL_PATH_PREFILL) {
+    if (prefill_down_) {
+      // Routed to the prefill worker before it was declared dead: the rank prefills it itself.
+      rt_.record("pd", "local_prefill_instead", {{"request", request.id}, {"rank", rank}, {"why", *prefill_down_}},
+                 rt::Severity::warning);
+      const auto t = timings_.find(request.id);
+      if (t != timings_.end()) {
+        t->second.path = PrefillPath::local;
+        t->second.reprefilled = true;
+      }
+      normal_->submit(rank, std::move(request));
+      return;
+    }
     rank_receive(rank, std::move(request));
     return;
   }
@@ -504,6 +518,7 @@ void PdSystem::on_kv_ready(RequestId id, std::int64_t layers_done, std::int64_t 
   const auto it = moving_.find(id);
   if (it == moving_.end()) return;
   Moving& m = it->second;
+  if (layers_done <= m.layers_sent) return;  // a step retried after a failure: these layers were sent
   const std::uint64_t ready = bytes_so_far - m.sent;
   m.sent = bytes_so_far;
   m.all_layers = layers_done >= total;

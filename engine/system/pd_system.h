@@ -97,6 +97,13 @@ class PdSystem {
   // Xid 48 and crashed workers come back after the reset / restart time.
   // The worker process of a DP rank dies: its state is gone, its requests re-run elsewhere.
   void crash_worker(std::int32_t rank);
+  // The prefill worker is declared dead the same way (its step fails, or a health check finds one of
+  // its GPUs unhealthy or its process gone). While it is out the router sends every prompt to local
+  // prefill, and the requests it held (queued, running, their KV not all moved) are prefilled on their
+  // DP rank instead. Back after the GPU reset (Xid 48) or the restart; a lost GPU (Xid 79) keeps it out.
+  void crash_prefill_worker();
+  bool prefill_worker_down() const { return prefill_down_.has_value(); }
+  const std::vector<hal::Device*>& prefill_gpus() const { return prefill_gpus_; }
   // The router restarts: its prefix index is gone and is rebuilt from the ranks' republished KV events.
   void restart_router();
   // The rank's Grace memory lost its KV blocks: they leave the index; later hits are recomputed.
@@ -189,6 +196,9 @@ class PdSystem {
   // Faults.
   void start_recovery();
   void declare_dead(std::int32_t rank, const std::string& why);
+  void declare_prefill_dead(const std::string& why);
+  // What is wrong with the prefill worker now (nullopt: healthy, or out already).
+  std::optional<std::string> prefill_probe() const;
   void migrate(std::int32_t rank, std::vector<RequestState> requests, const std::string& why);
   // A request that reached a rank declared dead goes back to the router (true). One moved off a dead
   // rank resumes here from its delivered tokens: on the local path (its prefix fetched first where the
@@ -198,6 +208,8 @@ class PdSystem {
   std::optional<HealthMonitor> health_;
   std::map<RequestId, std::int64_t> resume_from_;  // moved off a dead rank: output tokens delivered
   std::map<std::int32_t, std::string> dead_why_;    // declared ranks not back yet: the fault
+  std::vector<hal::Device*> prefill_gpus_;
+  std::optional<std::string> prefill_down_;         // the prefill worker is declared dead: the fault
 };
 
 }  // namespace nvl::engine

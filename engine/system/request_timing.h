@@ -19,7 +19,7 @@ struct RequestTiming {
   std::int64_t output_tokens = 0;  // delivered
   std::uint64_t transfer_bytes = 0;        // prompt KV that reached the decode rank from the prefill worker
   std::int64_t transfer_retries = 0;       // KV writes sent again on the other path
-  bool reprefilled = false;                // the KV transfer failed for good: prefilled on the DP rank
+  bool reprefilled = false;  // the KV transfer failed for good, or the prefill worker died: prefilled on the DP rank
   rt::Time arrival;
   rt::Time routed;                  // left the router's queue
   std::optional<rt::Time> prefill_done;   // prefill worker path: its first token sampled

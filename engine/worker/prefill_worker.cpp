@@ -29,12 +29,14 @@ PrefillWorker::PrefillWorker(rt::Runtime& rt, const ModelProfile& model, std::ve
                              KvReadySink on_kv_ready, PrefillRejectSink on_reject)
     : rt_(rt),
       model_(model),
+      collectives_(collectives),
       cfg_(std::move(cfg)),
       on_done_(std::move(on_done)),
       on_kv_ready_(std::move(on_kv_ready)),
       on_reject_(std::move(on_reject)),
       kernels_(model, checked_tp(model, devices.size()), cfg_.weights, cfg_.kv_dtype),
-      work_(rt, "prefill worker: new requests") {
+      work_(rt, "prefill worker: new requests"),
+      repair_(rt, "prefill worker: repair after a failed step") {
   work_.mark_idle_point();
   const std::int64_t tp = kernels_.tp();
   if (cfg_.kv_layer_groups < 1) throw std::invalid_argument("prefill worker: kv_layer_groups must be at least 1");
@@ -75,12 +77,7 @@ PrefillWorker::PrefillWorker(rt::Runtime& rt, const ModelProfile& model, std::ve
     const std::int64_t here = kv_blocks_left(*g.device, weights_.total_bytes(), reserve_bytes_, gpu_block_bytes);
     blocks = blocks < 0 ? here : std::min(blocks, here);
     g.stream = &g.device->create_stream(tag);
-    g.builder = std::make_unique<StepGraphBuilder>(kernels_, traffic_ ? &*traffic_ : nullptr,
-                                                   StepGraphOptions{.ep_group = ep_group_,
-                                                                    .tp_group = tp_group_,
-                                                                    .rank = static_cast<std::int32_t>(r),
-                                                                    .local_experts = weights_.expert_slots,
-                                                                    .mtp = false});
+    g.builder = make_builder(r);
   }
   kv_bytes_per_gpu_ = static_cast<std::uint64_t>(blocks) * gpu_block_bytes;
   for (Gpu& g : gpus_) g.kv = g.device->memory().allocate(kv_bytes_per_gpu_, "prefill KV");
@@ -95,6 +92,15 @@ PrefillWorker::PrefillWorker(rt::Runtime& rt, const ModelProfile& model, std::ve
   tokens_.resize(static_cast<std::size_t>(tp));
 }
 
+std::unique_ptr<StepGraphBuilder> PrefillWorker::make_builder(std::int64_t rank) const {
+  return std::make_unique<StepGraphBuilder>(kernels_, traffic_ ? &*traffic_ : nullptr,
+                                            StepGraphOptions{.ep_group = ep_group_,
+                                                             .tp_group = tp_group_,
+                                                             .rank = static_cast<std::int32_t>(rank),
+                                                             .local_experts = weights_.expert_slots,
+                                                             .mtp = false});
+}
+
 void PrefillWorker::start() {
   if (started_) throw std::logic_error("prefill worker started twice");
   started_ = true;
@@ -102,6 +108,7 @@ void PrefillWorker::start() {
 }
 
 void PrefillWorker::submit(RequestState request) {
+  if (!live_) throw std::logic_error("prefill worker: a request submitted while it is taken down");
   request.max_output_tokens = 1;
   request.hold_kv_after_finish = cfg_.hold_kv_for_transfer;
   sched_->enqueue(std::move(request));
@@ -112,7 +119,12 @@ void PrefillWorker::submit(RequestState request) {
 bool PrefillWorker::cancel(RequestId id) { return sched_->cancel(id); }
 
 void PrefillWorker::release_kv(RequestId id) {
-  if (!sched_->release_held(id)) return;
+  if (!sched_->release_held(id)) {
+    // Not held: a failed step put it back in the queue after its KV had all been sent (or its step is
+    // still running). It need not run again.
+    sched_->cancel(id);
+    return;
+  }
   new_work_ = true;  // the freed blocks may admit a waiting prompt
   work_.notify_all();
 }
@@ -144,7 +156,7 @@ void PrefillWorker::launch_step(const StepPlan& plan) {
     if (finishing.empty()) continue;
     // The group's collectives align the ranks, so rank 0's stream tells when every rank's layers are done.
     gpus_.front().stream->add_callback([this, finishing, end, layers](const hal::HalError* error) {
-      if (error != nullptr) return;  // the step failed: synchronize() reports it
+      if (error != nullptr || crashed_) return;  // the step failed (or its process died): it is undone
       for (const Finishing& f : finishing) {
         on_kv_ready_(f.id, end, layers,
                      static_cast<std::uint64_t>(f.prompt_tokens) * kv_per_layer_token_ * static_cast<std::uint64_t>(end));
@@ -155,6 +167,7 @@ void PrefillWorker::launch_step(const StepPlan& plan) {
 
 void PrefillWorker::loop() {
   for (;;) {
+    apply_deferred();  // a take-down or return asked for while the last step ran
     new_work_ = false;
     const StepPlan plan = sched_->plan_step();
     for (RequestId id : plan.rejected) on_reject_(id, "prompt needs more KV blocks than the prefill worker holds");
@@ -162,8 +175,10 @@ void PrefillWorker::loop() {
       work_.wait([this] { return new_work_; });
       continue;
     }
-    launch_step(plan);
-    for (Gpu& g : gpus_) g.stream->synchronize();
+    if (!run_step(plan)) {
+      await_repair();
+      continue;
+    }
     for (const StepOutcome& o : sched_->complete_step(plan, [](RequestId) { return std::int64_t{0}; })) {
       if (o.finished) on_done_(o);
     }

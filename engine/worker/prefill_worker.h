@@ -46,6 +46,9 @@ struct PrefillWorkerConfig {
   std::int64_t kv_layer_groups = 4;  // graphs a finishing step is cut into (1: KV ready only at the end)
   // Keep each request's KV after its first token until release_kv(): it is still being transferred.
   bool hold_kv_for_transfer = false;
+  // After a failed step with every GPU healthy (a link or collective error), the step is retried on new
+  // communicators after this pause.
+  rt::Duration failed_step_backoff = rt::ms(10);
 };
 
 // The first `layers_done` of `total_layers` layers of the request's KV are written for its whole
@@ -57,6 +60,9 @@ using KvReadySink =
 using PrefillDoneSink = std::function<void(const StepOutcome& outcome)>;
 // A request that can never run here (its prompt needs more KV than the worker holds).
 using PrefillRejectSink = std::function<void(RequestId id, const std::string& reason)>;
+// A step failed (an operation error: Xid, aborted TP/EP collective, the worker process gone): whoever
+// watches health decides whether the worker is dead. Until take_down() or a retry, it does not step.
+using PrefillFailureSink = std::function<void(const hal::HalError& error)>;
 
 class PrefillWorker {
  public:
@@ -86,6 +92,20 @@ class PrefillWorker {
   std::uint64_t activation_reserve_bytes() const { return reserve_bytes_; }
   std::uint64_t steps() const { return steps_; }
 
+  // Faults (engine/worker/prefill_recovery.cpp). A failed step is undone and reported to the sink; the
+  // worker then waits for take_down() (or, once its GPUs are all healthy, retries on new communicators
+  // after failed_step_backoff).
+  void on_step_failure(PrefillFailureSink sink) { on_failure_ = std::move(sink); }
+  // The worker process dies: its state is gone, its next step (or the one running) fails.
+  void crash();
+  bool crashed() const { return crashed_; }
+  bool live() const { return live_; }
+  // Takes the dead worker out: every request it holds (queued, running, KV held for a transfer) is
+  // dropped with its KV cache. A change asked for while a step runs applies when it ends.
+  void take_down(const std::string& cause);
+  // Its GPUs healthy again (reset, process restarted): back with new communicators and an empty cache.
+  void restore();
+
  private:
   struct Gpu {
     hal::Device* device = nullptr;
@@ -96,9 +116,19 @@ class PrefillWorker {
   };
   void loop();
   void launch_step(const StepPlan& plan);
+  std::unique_ptr<StepGraphBuilder> make_builder(std::int64_t rank) const;
+  // Launches the step on every GPU and waits for it; false (the step undone) on failure.
+  bool run_step(const StepPlan& plan);
+  // After a failed step: waits for take_down(), or retries on new communicators.
+  void await_repair();
+  // New TP (and EP) communicators and step builders: the old ones were aborted with the fault.
+  void rebuild_groups(const std::string& why);
+  void apply_or_defer(std::function<void()> change);
+  void apply_deferred();
 
   rt::Runtime& rt_;
   const ModelProfile& model_;
+  hal::Collectives& collectives_;
   PrefillWorkerConfig cfg_;
   PrefillDoneSink on_done_;
   KvReadySink on_kv_ready_;
@@ -122,6 +152,16 @@ class PrefillWorker {
   bool new_work_ = false;
   std::uint64_t steps_ = 0;
   bool started_ = false;
+  // Faults.
+  PrefillFailureSink on_failure_;
+  bool live_ = true;      // false: taken down after a fault, until restore()
+  bool crashed_ = false;  // the worker process is dead
+  bool stepping_ = false;
+  bool repaired_ = false;
+  std::vector<std::function<void()>> deferred_;  // take_down / restore asked for while a step ran
+  rt::Condition repair_;                         // a failed step waits here for take_down or a retry
+  std::int64_t generation_ = 0;                  // communicators built so far
+  std::vector<std::shared_ptr<hal::CommGroup>> retired_groups_;  // aborted ones, kept for late callbacks
 };
 
 }  // namespace nvl::engine

@@ -1,6 +1,8 @@
 // The health monitor: a rank is declared dead the detection delay after an operation error or a failed
 // periodic check, only if it is still unhealthy then; checks run only while there is work.
 #include <optional>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -96,11 +98,67 @@ TEST(HealthMonitor, ARankBackIsWatchedAgain) {
   w.monitor.operation_error(0);
   w.rt.run();
   w.broken[0].reset();
-  w.monitor.rank_back(0);
+  w.monitor.back(0);
   w.broken[0] = "GPU 0 needs a reset";
   w.monitor.operation_error(0);
   w.rt.run();
   EXPECT_EQ(w.declared.size(), 2u);
+}
+
+// Two DP ranks and the prefill worker, whose records carry no rank.
+struct WatchWithPrefill {
+  WatchWithPrefill() { rt.log().keep_records(true); }
+  rt::VirtualRuntime rt;
+  std::optional<std::string> prefill_broken;
+  std::vector<std::pair<std::int32_t, rt::Time>> declared;
+  HealthMonitor monitor{rt,
+                        HealthConfig{.check_interval = rt::ms(100), .detection_delay = rt::ms(30)},
+                        2,
+                        [this](std::int32_t m) { return m == HealthMonitor::kPrefillWorker ? prefill_broken : std::nullopt; },
+                        [this](std::int32_t m, const std::string&, const std::string&) { declared.emplace_back(m, rt.now()); },
+                        [] { return true; },
+                        true};
+  int lines_with(const std::string& a, const std::string& b) {
+    int n = 0;
+    for (const auto& line : rt.log().lines()) n += line.find(a) != std::string::npos && line.find(b) != std::string::npos;
+    return n;
+  }
+};
+
+TEST(HealthMonitor, ThePrefillWorkerIsDeclaredLikeARankAfterAnOperationError) {
+  WatchWithPrefill w;
+  w.rt.call_at(rt::Time::zero() + rt::ms(5), [&] {
+    w.prefill_broken = "GPU 66 lost";
+    w.monitor.operation_error(HealthMonitor::kPrefillWorker);
+  });
+  w.rt.run(rt::RunOptions{.until = rt::Time::zero() + rt::ms(60)});
+  ASSERT_EQ(w.declared.size(), 1u);
+  EXPECT_EQ(w.declared[0].first, HealthMonitor::kPrefillWorker);
+  EXPECT_EQ(w.declared[0].second, rt::Time::zero() + rt::ms(35));
+  EXPECT_EQ(w.lines_with("prefill_worker_declared_dead", "GPU 66 lost"), 1);
+  EXPECT_EQ(w.lines_with("rank_declared_dead", ""), 0);
+}
+
+TEST(HealthMonitor, ThePeriodicCheckFindsADeadPrefillWorkerAndWatchesItAgainOnceBack) {
+  WatchWithPrefill w;
+  w.monitor.watch();
+  w.rt.call_at(rt::Time::zero() + rt::ms(150), [&] { w.prefill_broken = "worker exited"; });
+  w.rt.call_at(rt::Time::zero() + rt::ms(400), [&] {
+    w.prefill_broken.reset();
+    w.monitor.back(HealthMonitor::kPrefillWorker);
+  });
+  w.rt.call_at(rt::Time::zero() + rt::ms(450), [&] { w.prefill_broken = "worker exited again"; });
+  w.rt.run(rt::RunOptions{.until = rt::Time::zero() + rt::ms(700)});
+  ASSERT_EQ(w.declared.size(), 2u);
+  // Checks every 100 ms: the one at 200 ms finds it; back at 400, found again at 500.
+  EXPECT_EQ(w.declared[0].second, rt::Time::zero() + rt::ms(230));
+  EXPECT_EQ(w.declared[1].second, rt::Time::zero() + rt::ms(530));
+}
+
+TEST(HealthMonitor, ThePrefillWorkerIsNoMemberUnlessWatched) {
+  Watch w;
+  EXPECT_THROW(w.monitor.operation_error(HealthMonitor::kPrefillWorker), std::out_of_range);
+  EXPECT_THROW(w.monitor.operation_error(4), std::out_of_range);
 }
 
 TEST(HealthMonitor, BadIntervalsAreRejected) {

@@ -75,6 +75,21 @@ TEST_F(FaultPlanFile, EveryKindAndTargetFormReads) {
   EXPECT_DOUBLE_EQ(*p.random[0].end_s, 100.0);
 }
 
+TEST_F(FaultPlanFile, PrefillGpusTakeTheFaultsTheWorkerRecoversFrom) {
+  const Scenario s = load_scenario(write(R"(
+    {"kind": "gpu_lost", "at_s": 5, "target": "prefill"},
+    {"kind": "gpu_ecc", "at_s": 6, "target": "prefill gpu 3"},
+    {"kind": "worker_crash", "at_s": 7, "target": 15},
+    {"kind": "gpu_ecc", "rate_per_hour": 2, "targets": ["prefill gpu 0", "normal rank 1"]})"));
+  const FaultPlan& p = s.faults;
+  ASSERT_EQ(p.scheduled.size(), 3u);
+  EXPECT_EQ(p.scheduled[0].target.gpu, 8);
+  EXPECT_EQ(p.scheduled[1].target.gpu, 11);
+  EXPECT_EQ(p.scheduled[2].target.gpu, 15);
+  ASSERT_EQ(p.random.size(), 1u);
+  EXPECT_EQ(p.random[0].targets[0].gpu, 8);
+}
+
 TEST_F(FaultPlanFile, BadKindsTimesAndRatesNameTheirKey) {
   expect_error(R"({"kind": "meteor", "at_s": 1})", "faults[0].kind", "not a fault kind");
   expect_error(R"({"at_s": 1, "target": 1})", "faults[0].kind", "");
@@ -94,8 +109,8 @@ TEST_F(FaultPlanFile, BadTargetsNameTheirKey) {
                "faults[1].target", "no GPU 99");
   expect_error(R"({"kind": "gpu_ecc", "at_s": 1, "target": "normal rank 8"})", "faults[0].target", "no normal rank 8");
   expect_error(R"({"kind": "gpu_ecc", "at_s": 1, "target": "rank 3"})", "faults[0].target", "normal rank N");
-  expect_error(R"({"kind": "gpu_lost", "at_s": 1, "target": "prefill"})", "faults[0].target", "normal GPUs only");
-  expect_error(R"({"kind": "worker_crash", "at_s": 1, "target": 12})", "faults[0].target", "prefill GPU");
+  expect_error(R"({"kind": "grace_memory_error", "at_s": 1, "target": "prefill"})", "faults[0].target", "Grace KV tier");
+  expect_error(R"({"kind": "grace_memory_error", "at_s": 1, "target": 12})", "faults[0].target", "prefill GPU");
   expect_error(R"({"kind": "straggler", "at_s": 1, "target": "prefill gpu 8", "factor": 0.5, "duration_s": 1})",
                "faults[0].target", "no prefill GPU 8");
   expect_error(R"({"kind": "link_degrade", "at_s": 1, "target": "rack0/tray0/gpu0", "factor": 0.5})", "faults[0].target",
@@ -111,8 +126,8 @@ TEST_F(FaultPlanFile, BadTargetsNameTheirKey) {
   expect_error(R"({"kind": "partition", "at_s": 1, "target": {"a": [0], "b": [500]}})", "faults[0].target.b",
                "host ids");
   expect_error(R"({"kind": "router_restart", "at_s": 1, "target": 0})", "faults[0].target", "no target");
-  expect_error(R"({"kind": "gpu_lost", "rate_per_hour": 1, "targets": [1, "prefill"]})", "faults[0].targets[1]",
-               "normal GPUs only");
+  expect_error(R"({"kind": "grace_memory_error", "rate_per_hour": 1, "targets": [1, "prefill"]})", "faults[0].targets[1]",
+               "normal GPUs: 0 to 7");
 }
 
 TEST_F(FaultPlanFile, BadParametersNameTheirKey) {

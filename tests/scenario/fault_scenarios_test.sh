@@ -3,8 +3,9 @@
 # passes: requests accounted, tokens once and in order, KV and memory back to baseline, nothing routed
 # to a dead rank), every request that failed names its fault, and report.json holds the fault timeline:
 # each fault hit; the ones the engine must notice (GPU lost, ECC, crashed worker) detected, after the
-# detection delay, and recovered. The first seed of each small scenario also runs twice for the
-# determinism check (same seed, same event-log hash).
+# detection delay, and recovered; in the scenarios whose fault hits a worker holding requests, those
+# requests are counted (requests_affected). The first seed of each small scenario also runs twice for
+# the determinism check (same seed, same event-log hash).
 set -u
 exe=$1 dir=$2
 out=$(mktemp -d)
@@ -36,6 +37,10 @@ for f in faults:
         if f["detected_s"] < f["hit_s"]: sys.exit("FAIL: %s: detected before the hit" % where)
         if f["recovered_s"] is None and f["kind"] != "gpu_lost":
             sys.exit("FAIL: %s: %s on %s never recovered" % (where, f["kind"], f["target"]))
+moving = {"gpu-lost", "worker-crash", "prefill-gpu-lost", "prefill-gpu-ecc", "prefill-worker-crash"}
+if name in moving and not all(f["requests_affected"] > 0 for f in faults):
+    sys.exit("FAIL: %s: the fault hits a worker holding requests, yet requests_affected is %s"
+             % (where, [f["requests_affected"] for f in faults]))
 words = {"down", "partition", "Xid", "lost", "failed", "exited", "aborted"}
 for reason in r["requests"]["failed_by_reason"]:
     if not reason or not any(w in reason for w in words):

@@ -1,0 +1,76 @@
+// The fault timeline built from the event log: a dead rank's or the prefill worker's declaration marks
+// the fault detected, the requests moved off it (taken, redirected, prefilled locally instead) are
+// counted on it, and its removal or return marks it recovered.
+#include <gtest/gtest.h>
+
+#include "emu/faults/fault_timeline.h"
+
+namespace nvl::emu {
+namespace {
+
+rt::Time at(double s) { return rt::Time::zero() + rt::from_seconds(s); }
+
+FaultTarget gpu(std::int64_t g) {
+  FaultTarget t;
+  t.type = FaultTarget::Type::gpu;
+  t.gpu = g;
+  t.text = "gpu " + std::to_string(g);
+  return t;
+}
+
+// Prefill worker on GPUs 8-15.
+FaultTimeline timeline() { return FaultTimeline({8, 9, 10, 11, 12, 13, 14, 15}); }
+
+TEST(FaultTimeline, ALostRankCountsTheRequestsTakenAndThoseRedirectedFromIt) {
+  FaultTimeline tl = timeline();
+  const std::size_t i = tl.hit(at(1), FaultKind::gpu_lost, gpu(3), false);
+  tl.on_record(at(1.1), "health", "rank_declared_dead", {{"rank", 3}, {"how", "health_check"}, {"why", "GPU 3 lost"}});
+  tl.on_record(at(1.1), "normal-group", "rank_removed", {{"rank", 3}, {"requests", 2}});
+  tl.on_record(at(1.2), "pd", "request_redirected", {{"request", 7}, {"dead_rank", 3}});
+  tl.on_record(at(1.2), "pd", "request_redirected", {{"request", 8}, {"dead_rank", 5}});  // another rank's
+  const FaultEntry& e = tl.at(i);
+  ASSERT_TRUE(e.detected && e.recovered);
+  EXPECT_EQ(e.detected_by, "health_check");
+  EXPECT_EQ(e.requests_affected, 3);
+}
+
+TEST(FaultTimeline, APrefillGpuLostIsDetectedByTheWorkersDeclarationAndRecoveredByGoingOnWithoutIt) {
+  FaultTimeline tl = timeline();
+  const std::size_t i = tl.hit(at(2), FaultKind::gpu_lost, gpu(10), false);
+  const std::size_t normal = tl.hit(at(2), FaultKind::gpu_ecc, gpu(1), false);
+  EXPECT_TRUE(tl.at(i).prefill);
+  EXPECT_FALSE(tl.at(normal).prefill);
+  tl.on_record(at(2.1), "health", "prefill_worker_declared_dead",
+               {{"how", "operation_error"}, {"why", "GPU 10 lost (Xid 79) under the prefill worker"}});
+  tl.on_record(at(2.1), "pd", "prefill_worker_removed", {{"requests", 3}, {"why", "GPU 10 lost"}});
+  tl.on_record(at(2.1), "health", "prefill_worker_out", {{"why", "GPU 10 lost"}});
+  tl.on_record(at(2.3), "pd", "local_prefill_instead", {{"request", 40}, {"rank", 0}});
+  const FaultEntry& e = tl.at(i);
+  ASSERT_TRUE(e.detected && e.recovered);
+  EXPECT_EQ(*e.detected, at(2.1));
+  EXPECT_EQ(e.detected_by, "operation_error");
+  EXPECT_NE(e.recovery.find("rest of the run"), std::string::npos) << e.recovery;
+  EXPECT_EQ(e.requests_affected, 4);
+  EXPECT_FALSE(tl.at(normal).detected) << "the normal rank's fault is not the prefill worker's";
+}
+
+TEST(FaultTimeline, AnEccErrorAndACrashOnThePrefillWorkerRecoverWhenItIsBack) {
+  FaultTimeline tl = timeline();
+  const std::size_t ecc = tl.hit(at(1), FaultKind::gpu_ecc, gpu(9), false);
+  tl.on_record(at(1.1), "health", "prefill_worker_declared_dead", {{"how", "health_check"}, {"why", "GPU 9 needs a reset"}});
+  tl.on_record(at(1.1), "pd", "prefill_worker_removed", {{"requests", 1}, {"why", "GPU 9 needs a reset"}});
+  tl.on_record(at(6.1), "health", "prefill_worker_back", {{"how", "reset"}});
+  const std::size_t crash = tl.hit(at(7), FaultKind::worker_crash, gpu(8), false);
+  tl.on_record(at(7.1), "health", "prefill_worker_declared_dead", {{"how", "operation_error"}, {"why", "exited"}});
+  tl.on_record(at(17.1), "health", "prefill_worker_back", {{"how", "restarted"}});
+  EXPECT_EQ(*tl.at(ecc).recovered, at(6.1));
+  EXPECT_EQ(tl.at(ecc).requests_affected, 1);
+  EXPECT_NE(tl.at(ecc).recovery.find("reset"), std::string::npos);
+  EXPECT_EQ(*tl.at(crash).detected, at(7.1)) << "the earlier fault's declaration does not count for it";
+  EXPECT_EQ(*tl.at(crash).recovered, at(17.1));
+  EXPECT_NE(tl.at(crash).recovery.find("restarted"), std::string::npos);
+  EXPECT_EQ(tl.at(crash).requests_affected, 0);
+}
+
+}  // namespace
+}  // namespace nvl::emu
