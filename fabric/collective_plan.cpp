@@ -9,14 +9,20 @@ namespace {
 
 class Planner {
  public:
-  Planner(const Fabric& f, const std::vector<hal::DeviceId>& m) : fabric_(f), members_(m) {}
+  Planner(const Fabric& f, const std::vector<hal::DeviceId>& m, CollectivePlan& plan)
+      : fabric_(f), members_(m), plan_(plan) {
+    plan_.flows.clear();
+    plan_.channels.clear();
+  }
 
   void flow(int src, int dst, double bytes, double efficiency) {
     if (bytes <= 0 || src == dst) return;
-    Route r = fabric_.route(Endpoint::gpu(members_[static_cast<std::size_t>(src)]),
-                            Endpoint::gpu(members_[static_cast<std::size_t>(dst)]), hal::RdmaPath::automatic);
-    max_latency_ = std::max(max_latency_, r.latency);
-    plan_.flows.push_back(PlannedFlow{src, dst, std::move(r.channels), bytes / efficiency, r.latency});
+    const int first = static_cast<int>(plan_.channels.size());
+    const rt::Duration latency = fabric_.append_gpu_route(members_[static_cast<std::size_t>(src)],
+                                                          members_[static_cast<std::size_t>(dst)], plan_.channels);
+    max_latency_ = std::max(max_latency_, latency);
+    plan_.flows.push_back(
+        PlannedFlow{src, dst, first, static_cast<int>(plan_.channels.size()) - first, bytes / efficiency, latency});
   }
   // NVLS: traffic between a member and the switch, on its NVLink channel up (to_switch) or down.
   void switch_flow(int rank, bool to_switch, double bytes, double efficiency) {
@@ -26,19 +32,19 @@ class Planner {
     if (fabric_.flows().capacity(ch) <= 0) throw fabric_.error_for_channel(ch, "nvls", members_[static_cast<std::size_t>(rank)]);
     const rt::Duration lat = fabric_.topology().channels()[static_cast<std::size_t>(ch)].latency;
     max_latency_ = std::max(max_latency_, lat * 2);
-    plan_.flows.push_back(PlannedFlow{rank, rank, {ch}, bytes / efficiency, lat});
+    plan_.flows.push_back(PlannedFlow{rank, rank, static_cast<int>(plan_.channels.size()), 1, bytes / efficiency, lat});
+    plan_.channels.push_back(ch);
   }
-  CollectivePlan finish(std::string algorithm, rt::Duration overhead, rt::Duration sync) {
-    plan_.algorithm = std::move(algorithm);
+  void finish(const char* algorithm, rt::Duration overhead, rt::Duration sync) {
+    plan_.algorithm = algorithm;
     plan_.overhead = overhead;
     plan_.sync_latency = sync + max_latency_;
-    return std::move(plan_);
   }
 
  private:
   const Fabric& fabric_;
   const std::vector<hal::DeviceId>& members_;
-  CollectivePlan plan_;
+  CollectivePlan& plan_;
   rt::Duration max_latency_;
 };
 
@@ -50,15 +56,15 @@ int ceil_log2(int n) { return n <= 1 ? 0 : static_cast<int>(std::bit_width(stati
 
 }  // namespace
 
-CollectivePlan plan_collective(const Fabric& fabric, const std::vector<hal::DeviceId>& members,
-                               const std::vector<hal::CollectiveOp>& ops) {
+void plan_collective(const Fabric& fabric, const std::vector<hal::DeviceId>& members,
+                     const std::vector<hal::CollectiveOp>& ops, CollectivePlan& plan) {
   const CollectiveProfile& cp = fabric.profile().collectives;
   const int n = static_cast<int>(members.size());
   const hal::CollectiveOp& op = ops.front();
   const double s = static_cast<double>(op.bytes);
   const double dn = static_cast<double>(n);
   const bool nvls = cp.nvls_available && one_domain(fabric, members) && n > 1 && op.bytes > cp.tree_max_bytes;
-  Planner p(fabric, members);
+  Planner p(fabric, members, plan);
   auto ring = [&](double per_rank, int steps, const char* name) {
     for (int r = 0; r < n; ++r) p.flow(r, (r + 1) % n, per_rank, cp.ring.efficiency);
     return p.finish(name, cp.ring.launch + cp.ring.per_step * steps, rt::Duration());

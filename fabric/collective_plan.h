@@ -3,6 +3,7 @@
 // all-to-all as direct one-sided writes between every pair; all-reduce as a tree for small buffers,
 // NVLS (NVLink SHARP: reduction in the NVSwitch) inside one NVLink domain, else a ring; all-gather and
 // reduce-scatter as NVLS or ring; broadcast as a pipelined chain; send/recv as one flow per sender.
+#include <span>
 #include <string>
 #include <vector>
 
@@ -14,7 +15,8 @@ namespace nvl::fabric {
 struct PlannedFlow {
   int src_rank;
   int dst_rank;  // equal to src_rank for a flow to or from the switch (NVLS)
-  std::vector<int> channels;
+  int first_channel;  // its route: CollectivePlan::channels[first_channel, first_channel + channel_count)
+  int channel_count;
   double wire_bytes;
   rt::Duration latency;
 };
@@ -26,10 +28,18 @@ struct CollectivePlan {
   // overlapping the data.
   rt::Duration sync_latency;
   std::vector<PlannedFlow> flows;
+  // Every flow's route, one after another (one array rather than a vector per flow: an EP all-to-all has
+  // thousands of flows).
+  std::vector<int> channels;
+
+  std::span<const int> route(const PlannedFlow& f) const {
+    return {channels.data() + f.first_channel, static_cast<std::size_t>(f.channel_count)};
+  }
 };
 
 // ops[r] is member r's part; they have been checked to agree. Throws hal::HalError when a route is down.
-CollectivePlan plan_collective(const Fabric& fabric, const std::vector<hal::DeviceId>& members,
-                               const std::vector<hal::CollectiveOp>& ops);
+// Fills `plan` afresh (reusing its buffers).
+void plan_collective(const Fabric& fabric, const std::vector<hal::DeviceId>& members,
+                     const std::vector<hal::CollectiveOp>& ops, CollectivePlan& plan);
 
 }  // namespace nvl::fabric

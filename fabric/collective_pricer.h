@@ -12,14 +12,22 @@ namespace nvl::fabric {
 
 class CollectivePricer {
  public:
-  // Member completion times, measured from the moment every member has arrived.
-  std::vector<rt::Duration> price(const CollectivePlan& plan, int members, const Fabric& fabric);
+  // Takes a plan to price and returns the channels it uses, once each, ascending (the caller checks
+  // them before pricing). The plan must stay as it is until price().
+  const std::vector<int>& load(const CollectivePlan& plan, const Fabric& fabric);
+  // The loaded plan's member completion times, measured from the moment every member has arrived, and
+  // the wire bytes it puts on each of load()'s channels (for link utilisation).
+  void price(int members, std::vector<rt::Duration>& done, std::vector<double>& channel_bytes);
 
  private:
+  const CollectivePlan* plan_ = nullptr;
   WaterFill fill_;
-  std::vector<int> local_;
+  std::vector<int> local_;      // per fabric channel: its index in the plan's channels, -1 when unused
+  std::vector<int> global_;     // per local channel: the fabric channel
+  std::vector<int> channels_;   // global_, ascending
   std::vector<int> offset_, path_, active_;
-  std::vector<double> cap_, rate_, remaining_;
+  std::vector<double> cap_;
+  std::vector<double> rate_, remaining_, done_below_;  // by flow; done_below_: what counts as arrived
 };
 
 }  // namespace nvl::fabric

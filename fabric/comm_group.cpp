@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <iterator>
-#include <map>
 #include <memory>
+#include <numeric>
 #include <stdexcept>
 #include <utility>
 
@@ -45,20 +45,24 @@ void FabricCommGroup::arrive(int rank, const hal::CollectiveOp& op, hal::Collect
   if (rank < 0 || rank >= n) {
     throw std::out_of_range("comm group '" + name_ + "': rank " + std::to_string(rank) + " of " + std::to_string(n));
   }
-  if (const int d = first_down(); d >= 0) {
-    const auto ud = static_cast<std::size_t>(d);
-    const hal::HalError e(members_[ud], "collective " + name_ + "/" + op.name, down_[ud],
-                          "member rank " + std::to_string(d) + " (GPU " + std::to_string(members_[ud]) +
-                              ") failed: the communicator is aborted");
+  if (first_down_ >= 0) {
+    const auto ud = static_cast<std::size_t>(first_down_);
     ++stats_.failed;
-    fabric_.runtime().call_after(rt::Duration(), [done = std::move(done), e] { done(&e); });
+    const std::string why = "member rank " + std::to_string(first_down_) + " (GPU " + std::to_string(members_[ud]) +
+                            ") failed: the communicator is aborted";
+    fail_later(std::move(done), hal::HalError(members_[ud], op_name(op.name), down_[ud], why));
     return;
   }
   const std::uint64_t k = next_call_[static_cast<std::size_t>(rank)]++;
   while (calls_.size() <= k - first_call_) {
-    calls_.emplace_back();
-    calls_.back().ops = std::move(spare_slots_);
-    calls_.back().ops.resize(static_cast<std::size_t>(n));
+    if (spare_calls_.empty()) {
+      calls_.emplace_back();
+      calls_.back().ops.resize(static_cast<std::size_t>(n));
+    } else {
+      calls_.push_back(std::move(spare_calls_.back()));
+      spare_calls_.pop_back();
+    }
+    // Emptied by the run that took the last call's callbacks, if any.
     calls_.back().done.resize(static_cast<std::size_t>(n));
   }
   Call& call = calls_[static_cast<std::size_t>(k - first_call_)];
@@ -70,8 +74,8 @@ void FabricCommGroup::arrive(int rank, const hal::CollectiveOp& op, hal::Collect
     calls_.pop_front();
     ++first_call_;
     start(c);
-    for (auto& o : c.ops) o.reset();
-    spare_slots_ = std::move(c.ops);
+    c.arrived = 0;
+    spare_calls_.push_back(std::move(c));
   }
 }
 
@@ -193,30 +197,55 @@ bool FabricCommGroup::SignatureEqual::operator()(const SignatureView& view, cons
   return same && at == key.size();
 }
 
+const FabricCommGroup::Cache::value_type* FabricCommGroup::recent_entry(const std::vector<hal::CollectiveOp>& ops) const {
+  for (const Cache::value_type* entry : recent_) {
+    if (entry != nullptr && SignatureEqual()(SignatureView{ops, 0}, entry->first)) return entry;
+  }
+  return nullptr;
+}
+
+void FabricCommGroup::used(const Cache::value_type& entry) {
+  if (recent_[0] == &entry) return;
+  recent_[1] = recent_[0];
+  recent_[0] = &entry;
+}
 
 bool FabricCommGroup::fast_ok(const std::vector<int>& channels) const {
   const rt::Time now = fabric_.runtime().now();
   return std::all_of(channels.begin(), channels.end(), [&](int c) { return fabric_.healthy(c) && fabric_.idle(c, now); });
 }
 
-void FabricCommGroup::fail_all(std::vector<hal::CollectiveDone>& done, const hal::HalError& e) {
+void FabricCommGroup::fail_later(hal::CollectiveDone done, const hal::HalError& e) {
+  fabric_.runtime().call_after(rt::Duration(), [done = std::move(done), e] { done(&e); });
+}
+
+void FabricCommGroup::fail_waiting(std::vector<hal::CollectiveDone>& done, const hal::HalError& e, bool at_once) {
   ++stats_.failed;
-  fabric_.runtime().record("fabric", "collective_failed", {{"group", name_}, {"error", e.what()}},
-                           rt::Severity::warning);
   for (auto& d : done) {
-    if (d) fabric_.runtime().call_after(rt::Duration(), [d = std::move(d), e] { d(&e); });
+    if (!d) continue;
+    if (at_once) {
+      std::exchange(d, nullptr)(&e);
+    } else {
+      fail_later(std::exchange(d, nullptr), e);
+    }
   }
 }
 
-int FabricCommGroup::first_down() const {
-  const auto it = std::find_if(down_.begin(), down_.end(), [](hal::Xid x) { return x != hal::Xid::none; });
-  return it == down_.end() ? -1 : static_cast<int>(it - down_.begin());
+void FabricCommGroup::fail_call(std::vector<hal::CollectiveDone>& done, const hal::HalError& e) {
+  fabric_.runtime().record("fabric", "collective_failed", {{"group", name_}, {"error", e.what()}},
+                           rt::Severity::warning);
+  fail_waiting(done, e, false);
 }
 
 std::uint64_t FabricCommGroup::track(std::function<void(const hal::HalError&)> abort) {
   const std::uint64_t id = next_run_++;
-  running_.emplace(id, std::move(abort));
+  running_.emplace_back(id, std::move(abort));
   return id;
+}
+
+void FabricCommGroup::untrack(std::uint64_t id) {
+  const auto it = std::find_if(running_.begin(), running_.end(), [id](const auto& r) { return r.first == id; });
+  if (it != running_.end()) running_.erase(it);
 }
 
 void FabricCommGroup::member_failed(hal::DeviceId device, hal::Xid cause) {
@@ -225,6 +254,7 @@ void FabricCommGroup::member_failed(hal::DeviceId device, hal::Xid cause) {
   const auto m = static_cast<std::size_t>(it - members_.begin());
   if (down_[m] != hal::Xid::none) return;
   down_[m] = cause;
+  if (first_down_ < 0 || static_cast<int>(m) < first_down_) first_down_ = static_cast<int>(m);
   const hal::HalError e(device, "collective " + name_, cause,
                         "member rank " + std::to_string(m) + " (GPU " + std::to_string(device) + ") failed");
   fabric_.runtime().record("fabric", "comm_group_aborted",
@@ -234,7 +264,7 @@ void FabricCommGroup::member_failed(hal::DeviceId device, hal::Xid cause) {
   auto running = std::move(running_);
   running_.clear();
   for (auto& [id, abort] : running) abort(e);
-  for (auto& call : calls_) fail_all(call.done, e);
+  for (auto& call : calls_) fail_call(call.done, e);
   calls_.clear();
   // Every member starts the next call afresh, whatever it had reached.
   const std::uint64_t next = *std::max_element(next_call_.begin(), next_call_.end());
@@ -244,141 +274,153 @@ void FabricCommGroup::member_failed(hal::DeviceId device, hal::Xid cause) {
 
 void FabricCommGroup::start(Call& call) {
   ++stats_.calls;
-  std::vector<hal::CollectiveOp> ops = std::move(spare_ops_);
-  ops.reserve(call.ops.size());
-  for (auto& o : call.ops) ops.push_back(std::move(*o));
-  run_call(ops, std::move(call.done));
-  ops.clear();
-  spare_ops_ = std::move(ops);
+  run_call(call.ops, call.done);
 }
 
-void FabricCommGroup::run_call(const std::vector<hal::CollectiveOp>& ops, std::vector<hal::CollectiveDone>&& done) {
-  const std::string op_name = "collective " + name_ + "/" + ops.front().name;
+void FabricCommGroup::run_call(const std::vector<hal::CollectiveOp>& ops, std::vector<hal::CollectiveDone>& done) {
   if (auto why = disagreement(ops)) {
-    fail_all(done, hal::HalError(-1, op_name, hal::Xid::none, *why));
+    fail_call(done, hal::HalError(-1, op_name(ops.front().name), hal::Xid::none, *why));
     return;
   }
   if (fast_path_) {
-    const auto it = cache_.find(SignatureView{ops, signature_hash(ops)});
-    if (it != cache_.end() && fast_ok(it->second.channels)) {
-      finish_fast(it->second, std::move(done), op_name);
+    const Cache::value_type* entry = recent_entry(ops);
+    if (entry == nullptr) {
+      const auto it = cache_.find(SignatureView{ops, signature_hash(ops)});
+      if (it != cache_.end()) entry = &*it;
+    }
+    if (entry != nullptr && fast_ok(*entry->second.channels)) {
+      used(*entry);
+      finish_fast(entry->second, done, ops.front().name);
       return;
     }
   }
-  CollectivePlan plan;
   try {
-    plan = plan_collective(fabric_, members_, ops);
+    plan_collective(fabric_, members_, ops, plan_);
   } catch (const hal::HalError& e) {
-    fail_all(done, hal::HalError(e.device(), op_name, e.cause(), e.what()));
+    fail_call(done, hal::HalError(e.device(), op_name(ops.front().name), e.cause(), e.what()));
     return;
   }
   if (fast_path_) {
-    // Each channel once, in order: marked, then collected (an EP all-to-all's flows cross the same
-    // few hundred channels thousands of times, which sorting them all would pay for).
-    std::vector<int> slot(fabric_.topology().channels().size(), -1);  // a channel's place in `channels`
-    for (const auto& f : plan.flows) {
-      for (int ch : f.channels) slot[static_cast<std::size_t>(ch)] = 0;
-    }
-    std::vector<int> channels;
-    for (std::size_t ch = 0; ch < slot.size(); ++ch) {
-      if (slot[ch] < 0) continue;
-      slot[ch] = static_cast<int>(channels.size());
-      channels.push_back(static_cast<int>(ch));
-    }
-    if (fast_ok(channels)) {
+    if (auto c = price_on_idle_links(plan_)) {
       ++stats_.priced;
-      std::vector<double> bytes(channels.size(), 0.0);
-      for (const auto& f : plan.flows) {
-        for (int ch : f.channels) bytes[static_cast<std::size_t>(slot[static_cast<std::size_t>(ch)])] += f.wire_bytes;
-      }
-      Cached c{pricer_.price(plan, static_cast<int>(members_.size()), fabric_), std::move(channels), std::move(bytes)};
       // Bounded: decode steps keep meeting new token counts, and an EP all-to-all's key alone is 32 KB.
       // A dropped entry is only priced again (same answer), so clearing changes no result.
-      if (cache_.size() >= kMaxCachedSignatures) cache_.clear();
-      const auto it = cache_.insert_or_assign(signature(ops), std::move(c)).first;
-      finish_fast(it->second, std::move(done), op_name);
+      if (cache_.size() >= kMaxCachedSignatures) {
+        cache_.clear();
+        recent_ = {};
+      }
+      const auto it = cache_.insert_or_assign(signature(ops), std::move(*c)).first;
+      used(*it);
+      finish_fast(it->second, done, ops.front().name);
       return;
     }
   }
-  run_exact(plan, std::move(done), op_name);
+  run_exact(std::move(plan_), std::move(done), op_name(ops.front().name));
 }
 
-void FabricCommGroup::finish_fast(const Cached& c, std::vector<hal::CollectiveDone> done, const std::string& op_name) {
+std::optional<FabricCommGroup::Cached> FabricCommGroup::price_on_idle_links(const CollectivePlan& plan) {
+  const std::vector<int>& channels = pricer_.load(plan, fabric_);
+  if (!fast_ok(channels)) return std::nullopt;
+  Cached c;
+  c.channels = std::make_shared<const std::vector<int>>(channels);
+  std::vector<rt::Duration> done;
+  pricer_.price(static_cast<int>(members_.size()), done, c.channel_bytes);
+  c.by_finish.resize(done.size());
+  std::iota(c.by_finish.begin(), c.by_finish.end(), 0);
+  std::stable_sort(c.by_finish.begin(), c.by_finish.end(),
+                   [&](int a, int b) { return done[static_cast<std::size_t>(a)] < done[static_cast<std::size_t>(b)]; });
+  for (std::size_t i = 0; i < c.by_finish.size(); ++i) {
+    const rt::Duration t = done[static_cast<std::size_t>(c.by_finish[i])];
+    if (c.finish.empty() || c.finish.back() != t) {
+      c.finish.push_back(t);
+      c.finish_end.push_back(static_cast<int>(i));
+    }
+    ++c.finish_end.back();
+  }
+  return c;
+}
+
+void FabricCommGroup::finish_fast(const Cached& c, std::vector<hal::CollectiveDone>& done, const std::string& op) {
   ++stats_.fast;
-  for (std::size_t i = 0; i < c.channels.size(); ++i) fabric_.add_held_bytes(c.channels[i], c.channel_bytes[i]);
-  struct Run {
-    std::vector<hal::CollectiveDone> done;
-    std::vector<rt::TimerHandle> timers;
-    std::uint64_t hold = 0;
-    std::size_t pending = 0;
-    std::uint64_t id = 0;
-  };
+  for (std::size_t i = 0; i < c.channels->size(); ++i) fabric_.add_held_bytes((*c.channels)[i], c.channel_bytes[i]);
   rt::Runtime& rt = fabric_.runtime();
   const rt::Time now = rt.now();
-  auto run = std::make_shared<Run>();
-  run->done = std::move(done);
-  run->id = track([this, run](const hal::HalError& e) {
-    for (auto& t : run->timers) t.cancel();
-    fabric_.release(run->hold);
-    ++stats_.failed;
-    for (auto& d : run->done) {
-      if (d) fabric_.runtime().call_after(rt::Duration(), [d = std::exchange(d, nullptr), e] { d(&e); });
-    }
-  });
-  // Members finishing at the same time share one event (a symmetric collective has one).
-  std::map<std::int64_t, std::vector<std::size_t>> by_time;
-  for (std::size_t r = 0; r < run->done.size(); ++r) by_time[c.done[r].ns()].push_back(r);
-  run->pending = by_time.size();
-  for (auto& [t, members] : by_time) {
-    run->timers.push_back(rt.call_at(now + rt::ns(t), [this, run, members = std::move(members)] {
-      if (--run->pending == 0) {
-        fabric_.release(run->hold);
-        untrack(run->id);
-      }
-      for (std::size_t m : members) {
-        if (run->done[m]) std::exchange(run->done[m], nullptr)(nullptr);
-      }
-    }));
+  std::uint32_t slot = 0;
+  if (free_fast_runs_.empty()) {
+    slot = static_cast<std::uint32_t>(fast_runs_.size());
+    fast_runs_.emplace_back();
+  } else {
+    slot = free_fast_runs_.back();
+    free_fast_runs_.pop_back();
+  }
+  FastRun& run = fast_runs_[slot];
+  run.done.swap(done);
+  run.timers.clear();
+  run.finish_end = c.finish_end;
+  run.by_finish = c.by_finish;
+  run.op = op;
+  run.pending = c.finish.size();
+  run.id = track([this, slot](const hal::HalError& e) { fast_aborted(slot, e); });
+  for (std::uint32_t g = 0; g < c.finish.size(); ++g) {
+    run.timers.push_back(rt.call_at(now + c.finish[g], [this, slot, g] { fast_members_done(slot, g); }));
   }
   // A link lost under the collective fails the members not yet done, naming it.
-  const hal::DeviceId first = members_.front();
-  run->hold = fabric_.hold(c.channels, now + rt::ns(by_time.rbegin()->first), [this, run, op_name, first](int channel) {
-    for (auto& t : run->timers) t.cancel();
-    untrack(run->id);
-    const hal::HalError e = fabric_.error_for_channel(channel, op_name, first);
-    ++stats_.failed;
-    for (auto& d : run->done) {
-      if (d) std::exchange(d, nullptr)(&e);
-    }
-  });
+  run.hold = fabric_.hold(c.channels, now + c.finish.back(),
+                          [this, slot](int channel) { fast_link_lost(slot, channel); });
 }
 
-void FabricCommGroup::run_exact(const CollectivePlan& plan, std::vector<hal::CollectiveDone> done,
-                                const std::string& op_name) {
+void FabricCommGroup::fast_members_done(std::uint32_t slot, std::uint32_t group) {
+  FastRun& run = fast_runs_[slot];
+  const bool last = --run.pending == 0;
+  if (last) {
+    fabric_.release(run.hold);
+    untrack(run.id);
+  }
+  for (int i = group == 0 ? 0 : run.finish_end[group - 1]; i < run.finish_end[group]; ++i) {
+    auto& d = run.done[static_cast<std::size_t>(run.by_finish[static_cast<std::size_t>(i)])];
+    if (d) std::exchange(d, nullptr)(nullptr);
+  }
+  if (last) free_fast_runs_.push_back(slot);
+}
+
+void FabricCommGroup::fast_link_lost(std::uint32_t slot, int channel) {
+  FastRun& run = fast_runs_[slot];
+  for (auto& t : run.timers) t.cancel();
+  untrack(run.id);
+  fail_waiting(run.done, fabric_.error_for_channel(channel, op_name(run.op), members_.front()), true);
+  free_fast_runs_.push_back(slot);
+}
+
+void FabricCommGroup::fast_aborted(std::uint32_t slot, const hal::HalError& e) {
+  FastRun& run = fast_runs_[slot];
+  for (auto& t : run.timers) t.cancel();
+  fabric_.release(run.hold);
+  fail_waiting(run.done, e, false);
+  free_fast_runs_.push_back(slot);
+}
+
+void FabricCommGroup::run_exact(CollectivePlan plan, std::vector<hal::CollectiveDone> done, const std::string& op_name) {
   ++stats_.exact;
   struct Run {
-    std::vector<hal::CollectiveDone> done;
+    std::vector<hal::CollectiveDone> done;  // a member's callback moves to its completion event
     std::vector<int> outstanding;
     std::vector<char> finished;
     rt::Time sync_at;
     bool failed = false;
     std::size_t finished_count = 0;
     std::uint64_t id = 0;
+    std::string op_name;
   };
   rt::Runtime& rt = fabric_.runtime();
   auto run = std::make_shared<Run>();
   run->done = std::move(done);
   run->outstanding.assign(members_.size(), 0);
   run->finished.assign(members_.size(), 0);
+  run->op_name = op_name;
   run->id = track([this, run](const hal::HalError& e) {
     if (run->failed) return;
     run->failed = true;
-    ++stats_.failed;
-    for (std::size_t m = 0; m < run->done.size(); ++m) {
-      if (run->finished[m] || !run->done[m]) continue;
-      run->finished[m] = 1;
-      fabric_.runtime().call_after(rt::Duration(), [d = std::exchange(run->done[m], nullptr), e] { d(&e); });
-    }
+    fail_waiting(run->done, e, false);
   });
   const rt::Time data_at = rt.now() + plan.overhead;
   run->sync_at = data_at + plan.sync_latency;
@@ -391,30 +433,26 @@ void FabricCommGroup::run_exact(const CollectivePlan& plan, std::vector<hal::Col
     if (r->failed || r->finished[um] || r->outstanding[um] > 0) return;
     r->finished[um] = 1;
     if (++r->finished_count == r->finished.size()) untrack(r->id);
-    rt.call_at(std::max(rt.now(), r->sync_at), [r, um] {
-      if (r->done[um]) r->done[um](nullptr);
+    rt.call_at(std::max(rt.now(), r->sync_at), [d = std::exchange(r->done[um], nullptr)] {
+      if (d) d(nullptr);
     });
   };
   for (std::size_t m = 0; m < members_.size(); ++m) complete(run, static_cast<int>(m));
-  const std::vector<hal::DeviceId> members = members_;
-  rt.call_at(data_at, [this, run, flows = plan.flows, complete, op_name, members]() mutable {
-    for (auto& f : flows) {
+  rt.call_at(data_at, [this, run, plan = std::move(plan), complete] {
+    for (const auto& f : plan.flows) {
       const int src = f.src_rank;
       const int dst = f.dst_rank;
-      fabric_.flows().start(std::move(f.channels), f.wire_bytes, f.latency,
-                            [this, run, src, dst, complete, op_name, members](int failed) {
+      const auto route = plan.route(f);
+      fabric_.flows().start(std::vector<int>(route.begin(), route.end()), f.wire_bytes, f.latency,
+                            [this, run, src, dst, complete](int failed) {
                               if (failed != FlowModel::kNoFailure) {
                                 if (run->failed) return;
                                 run->failed = true;
                                 untrack(run->id);
-                                const hal::HalError e = fabric_.error_for_channel(
-                                    failed, op_name, members[static_cast<std::size_t>(src)]);
-                                for (std::size_t m = 0; m < run->done.size(); ++m) {
-                                  if (run->finished[m]) continue;
-                                  run->finished[m] = 1;
-                                  if (run->done[m]) run->done[m](&e);
-                                }
-                                ++stats_.failed;
+                                fail_waiting(run->done,
+                                             fabric_.error_for_channel(failed, run->op_name,
+                                                                       members_[static_cast<std::size_t>(src)]),
+                                             true);
                                 return;
                               }
                               --run->outstanding[static_cast<std::size_t>(src)];

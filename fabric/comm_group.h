@@ -6,11 +6,13 @@
 // A member's GPU failing (lost, or an ECC error that needs a reset) aborts the communicator as NCCL's
 // watchdog and ncclCommAbort do: every call queued or running fails for every member, and so does
 // every later call; the survivors (or the reset GPU) go on in a new communicator.
+#include <array>
 #include <cstdint>
 #include <deque>
 #include <functional>
-#include <map>
+#include <memory>
 #include <optional>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -45,30 +47,58 @@ class FabricCommGroup final : public hal::CommGroup {
 
  private:
   struct Call {
-    std::vector<std::optional<hal::CollectiveOp>> ops;
+    // Member r's part, once it has arrived. A call's buffers are reused by later calls: assigning an
+    // op into its slot keeps the slot's buffers (a rack-wide all-to-all row is half a kilobyte).
+    std::vector<hal::CollectiveOp> ops;
     std::vector<hal::CollectiveDone> done;
     int arrived = 0;
   };
   struct Cached {
-    std::vector<rt::Duration> done;  // per member, from the start
-    std::vector<int> channels;       // every channel the plan uses, once
+    std::shared_ptr<const std::vector<int>> channels;  // every channel the plan uses, once, ascending
     std::vector<double> channel_bytes;  // wire bytes on each of `channels` (for link utilisation)
+    // The members by completion time (from the start), earliest first; members finishing together share
+    // one event (a symmetric collective has one).
+    std::vector<rt::Duration> finish;  // the distinct times
+    std::vector<int> finish_end;       // the members done at finish[g]: by_finish[finish_end[g-1] .. finish_end[g])
+    std::vector<int> by_finish;
+  };
+  // A call priced on the fast path, from its start until its last member is done. Kept in fast_runs_ and
+  // reused by later calls (its buffers with it); its timers and hold name it by its slot there.
+  struct FastRun {
+    std::vector<hal::CollectiveDone> done;
+    std::vector<rt::TimerHandle> timers;
+    std::vector<int> finish_end, by_finish;  // the cache entry's: a later miss may drop the entry
+    std::string op;                          // the op's name, for the error if a link is lost under it
+    std::uint64_t hold = 0;
+    std::size_t pending = 0;  // finish times still to come
+    std::uint64_t id = 0;
   };
 
   void start(Call& call);
-  void run_call(const std::vector<hal::CollectiveOp>& ops, std::vector<hal::CollectiveDone>&& done);
+  void run_call(const std::vector<hal::CollectiveOp>& ops, std::vector<hal::CollectiveDone>& done);
   std::optional<std::string> disagreement(const std::vector<hal::CollectiveOp>& ops) const;
   std::vector<std::uint64_t> signature(const std::vector<hal::CollectiveOp>& ops) const;
   static std::size_t signature_hash(const std::vector<hal::CollectiveOp>& ops);  // as SignatureHash hashes signature(ops)
+  // The plan priced on the fast path; nothing when a channel it uses is degraded or busy.
+  std::optional<Cached> price_on_idle_links(const CollectivePlan& plan);
   bool fast_ok(const std::vector<int>& channels) const;
-  void finish_fast(const Cached& c, std::vector<hal::CollectiveDone> done, const std::string& op_name);
-  void run_exact(const CollectivePlan& plan, std::vector<hal::CollectiveDone> done, const std::string& op_name);
-  void fail_all(std::vector<hal::CollectiveDone>& done, const hal::HalError& e);
+  // Takes the call's callbacks (leaving it the run's emptied buffer).
+  void finish_fast(const Cached& c, std::vector<hal::CollectiveDone>& done, const std::string& op);
+  void fast_members_done(std::uint32_t slot, std::uint32_t group);
+  void fast_link_lost(std::uint32_t slot, int channel);
+  void fast_aborted(std::uint32_t slot, const hal::HalError& e);
+  void run_exact(CollectivePlan plan, std::vector<hal::CollectiveDone> done, const std::string& op_name);
+  std::string op_name(const std::string& op) const { return "collective " + name_ + "/" + op; }
+  // Failing members. A member's part fails from the runtime loop, as for a call that never starts.
+  void fail_later(hal::CollectiveDone done, const hal::HalError& e);
+  // The members of a call still waiting (whose callback has not run) fail, in member order: at once (a
+  // link lost under the call) or from the runtime loop.
+  void fail_waiting(std::vector<hal::CollectiveDone>& done, const hal::HalError& e, bool at_once);
+  // A call that cannot run fails for every member, recorded.
+  void fail_call(std::vector<hal::CollectiveDone>& done, const hal::HalError& e);
   // A call in flight registers how to fail it; the id is forgotten when it completes.
   std::uint64_t track(std::function<void(const hal::HalError&)> abort);
-  void untrack(std::uint64_t id) { running_.erase(id); }
-  // The first member that is down, or -1.
-  int first_down() const;
+  void untrack(std::uint64_t id);
 
   Fabric& fabric_;
   CollectivePricer& pricer_;
@@ -76,12 +106,12 @@ class FabricCommGroup final : public hal::CommGroup {
   std::vector<hal::DeviceId> members_;
   bool fast_path_;
   std::deque<Call> calls_;
-  // The buffers of the last call started, emptied: a call over a whole rack holds kilobytes of them,
-  // which allocating afresh for every call made the allocator sweep its free lists each time.
-  std::vector<std::optional<hal::CollectiveOp>> spare_slots_;
-  std::vector<hal::CollectiveOp> spare_ops_;
+  std::vector<Call> spare_calls_;             // calls started, kept for their buffers
   std::uint64_t first_call_ = 0;              // call number of calls_.front()
   std::vector<std::uint64_t> next_call_;      // per member
+  std::deque<FastRun> fast_runs_;             // a deque: a run's callbacks may start another run
+  std::vector<std::uint32_t> free_fast_runs_;  // slots of fast_runs_ not in flight
+  CollectivePlan plan_;                       // the last plan made, kept for its buffers
   // Hashed: an EP all-to-all's signature holds the whole byte matrix, which ordered lookups compare
   // many times over. A lookup reads the call's ops in place (SignatureView) rather than copying the
   // 40 KB key out of them on every call; the key is built only when a new signature is stored.
@@ -101,10 +131,18 @@ class FabricCommGroup final : public hal::CommGroup {
     bool operator()(const std::vector<std::uint64_t>& key, const SignatureView& view) const { return (*this)(view, key); }
   };
   static constexpr std::size_t kMaxCachedSignatures = 256;
-  std::unordered_map<std::vector<std::uint64_t>, Cached, SignatureHash, SignatureEqual> cache_;
+  using Cache = std::unordered_map<std::vector<std::uint64_t>, Cached, SignatureHash, SignatureEqual>;
+  Cache cache_;
+  // The entries of the last two signatures used, most recent first. A decode graph replays its layer
+  // body, so a call mostly repeats one of them: compared in place, it needs no hash of its signature.
+  std::array<const Cache::value_type*, 2> recent_{};
+  const Cache::value_type* recent_entry(const std::vector<hal::CollectiveOp>& ops) const;
+  void used(const Cache::value_type& entry);
   CommGroupStats stats_;
   std::vector<hal::Xid> down_;  // per member: why it failed, Xid::none while it has not
-  std::map<std::uint64_t, std::function<void(const hal::HalError&)>> running_;
+  int first_down_ = -1;         // the first member that is down, or -1 (checked on every arrival)
+  // By id (ascending): few calls are in flight at once.
+  std::vector<std::pair<std::uint64_t, std::function<void(const hal::HalError&)>>> running_;
   std::uint64_t next_run_ = 1;
 };
 

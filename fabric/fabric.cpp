@@ -25,6 +25,7 @@ Fabric::Fabric(rt::Runtime& rt, ClusterSpec spec, FabricOptions opts)
       element_down_(topo_.elements().size(), 0),
       reserved_until_(topo_.channels().size(), 0),
       partition_side_(static_cast<std::size_t>(topo_.host_count()), -1),
+      known_routes_(static_cast<std::size_t>(topo_.gpu_count())),
       held_bytes_(topo_.channels().size(), 0.0) {}
 
 bool Fabric::same_domain(hal::DeviceId a, hal::DeviceId b) const { return topo_.gpu(a).unit == topo_.gpu(b).unit; }
@@ -127,6 +128,25 @@ Route Fabric::route(const Endpoint& src, const Endpoint& dst, hal::RdmaPath path
   return r;
 }
 
+rt::Duration Fabric::append_gpu_route(hal::DeviceId src, hal::DeviceId dst, std::vector<int>& channels) const {
+  std::vector<KnownRoute>& row = known_routes_.at(static_cast<std::size_t>(src));
+  if (row.empty()) row.resize(static_cast<std::size_t>(topo_.gpu_count()));
+  KnownRoute& k = row.at(static_cast<std::size_t>(dst));
+  if (k.count < 0) {
+    const Route r = route(Endpoint::gpu(src), Endpoint::gpu(dst), hal::RdmaPath::automatic);
+    k = KnownRoute{static_cast<int>(known_channels_.size()), static_cast<int>(r.channels.size()), r.latency};
+    known_channels_.insert(known_channels_.end(), r.channels.begin(), r.channels.end());
+  }
+  const auto first = known_channels_.begin() + k.first;
+  const auto last = first + k.count;
+  // A link may have gone down since: route() then names it, as it would have without the memory.
+  if (flows_.dead_channels() > 0 && std::any_of(first, last, [&](int c) { return flows_.capacity(c) <= 0; })) {
+    route(Endpoint::gpu(src), Endpoint::gpu(dst), hal::RdmaPath::automatic);
+  }
+  channels.insert(channels.end(), first, last);
+  return k.latency;
+}
+
 void Fabric::check(const Route& r, const Endpoint& src, const std::string& op) const {
   for (int c : r.channels) {
     if (flows_.capacity(c) <= 0) throw error_for_channel(c, op, src.kind == Endpoint::Kind::gpu ? src.index : -1);
@@ -173,17 +193,21 @@ bool Fabric::idle(int channel, rt::Time at) const {
   return flows_.flows_on(channel) == 0 && reserved_until_[static_cast<std::size_t>(channel)] <= at.ns();
 }
 
-std::uint64_t Fabric::hold(std::vector<int> channels, rt::Time until, HoldLost lost) {
-  for (int c : channels) {
+std::uint64_t Fabric::hold(std::shared_ptr<const std::vector<int>> channels, rt::Time until, HoldLost lost) {
+  for (int c : *channels) {
     auto& r = reserved_until_[static_cast<std::size_t>(c)];
     r = std::max(r, until.ns());
   }
   const std::uint64_t id = next_hold_++;
-  holds_.emplace(id, Hold{std::move(channels), std::move(lost)});
+  holds_.push_back(Hold{id, std::move(channels), std::move(lost)});
   return id;
 }
 
-void Fabric::release(std::uint64_t hold_id) { holds_.erase(hold_id); }
+void Fabric::release(std::uint64_t hold_id) {
+  const auto it = std::lower_bound(holds_.begin(), holds_.end(), hold_id,
+                                   [](const Hold& h, std::uint64_t id) { return h.id < id; });
+  if (it != holds_.end() && it->id == hold_id) holds_.erase(it);
+}
 
 std::string Fabric::describe_down(int channel) const {
   const Channel& ch = topo_.channels()[static_cast<std::size_t>(channel)];

@@ -4,7 +4,7 @@
 // through runtime callbacks; the HAL implementations (messages, RDMA, collectives) build on it.
 #include <cstdint>
 #include <functional>
-#include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -65,6 +65,9 @@ class Fabric {
   hal::HostId host_of(const Endpoint& e) const;
   // The path from src to dst; throws hal::HalError naming the link, NIC or partition in the way.
   Route route(const Endpoint& src, const Endpoint& dst, hal::RdmaPath path) const;
+  // route() between two GPUs by the automatic path, remembered: a collective plans thousands of flows
+  // between the same GPUs. Appends the channels to `channels` and returns the latency; throws as route().
+  rt::Duration append_gpu_route(hal::DeviceId src, hal::DeviceId dst, std::vector<int>& channels) const;
 
   // Moves `bytes` from src to dst. The flow carries bytes / efficiency on the wire (the achievable share
   // of link bandwidth) after `overhead` (posting, launch); done runs when the last byte has arrived.
@@ -75,10 +78,11 @@ class Fabric {
   // collective priced on the fast path.
   bool healthy(int channel) const;
   bool idle(int channel, rt::Time at) const;
-  // A collective priced analytically holds these channels until `until`; if one of them loses all its
-  // capacity before release(), `lost` runs with that channel (the collective then fails).
+  // A collective priced analytically holds these channels (ascending) until `until`; if one of them loses
+  // all its capacity before release(), `lost` runs with that channel (the collective then fails). Shared:
+  // every call of a cached collective holds the same list.
   using HoldLost = std::function<void(int channel)>;
-  std::uint64_t hold(std::vector<int> channels, rt::Time until, HoldLost lost);
+  std::uint64_t hold(std::shared_ptr<const std::vector<int>> channels, rt::Time until, HoldLost lost);
   void release(std::uint64_t hold_id);
   double nominal_capacity(int channel) const { return nominal_[static_cast<std::size_t>(channel)]; }
   // Bytes a channel carried so far: its flows, plus collectives priced on the fast path (counted when
@@ -116,6 +120,8 @@ class Fabric {
   void check(const Route& r, const Endpoint& src, const std::string& op) const;
   void append_nic_path(Route& r, const Endpoint& e, bool outbound) const;
   int nic_of(const Endpoint& e) const;
+  // Drops append_gpu_route's memory (a partition changes which scale-out routes exist).
+  void forget_routes();
 
   rt::Runtime& rt_;
   Topology topo_;
@@ -125,13 +131,23 @@ class Fabric {
   std::vector<double> link_factor_;
   std::vector<char> element_down_;
   struct Hold {
-    std::vector<int> channels;  // sorted
+    std::uint64_t id;
+    std::shared_ptr<const std::vector<int>> channels;  // ascending
     HoldLost lost;
   };
   std::vector<std::int64_t> reserved_until_;
-  std::map<std::uint64_t, Hold> holds_;
+  std::vector<Hold> holds_;  // by id: few are held at once, and a hold is taken per collective call
   std::uint64_t next_hold_ = 1;
   std::vector<int> partition_side_;  // per host: -1 none, 0 or 1
+  // append_gpu_route's memory, filled as routes are asked for: per source GPU (a row once it has been
+  // asked for), per destination. Links going down are checked on every use; a partition clears it.
+  struct KnownRoute {
+    int first = 0;  // into known_channels_
+    int count = -1;  // -1: not asked for yet
+    rt::Duration latency;
+  };
+  mutable std::vector<std::vector<KnownRoute>> known_routes_;
+  mutable std::vector<int> known_channels_;
   std::vector<double> held_bytes_;
   TransferObserver transfer_observer_;
 };

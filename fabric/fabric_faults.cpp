@@ -21,14 +21,11 @@ void Fabric::update_channel(int channel) {
   flows_.set_capacity(channel, cap);
   if (cap > 0) return;
   std::vector<HoldLost> lost;
-  for (auto it = holds_.begin(); it != holds_.end();) {
-    if (std::binary_search(it->second.channels.begin(), it->second.channels.end(), channel)) {
-      lost.push_back(std::move(it->second.lost));
-      it = holds_.erase(it);
-    } else {
-      ++it;
-    }
-  }
+  std::erase_if(holds_, [&](Hold& h) {
+    if (!std::binary_search(h.channels->begin(), h.channels->end(), channel)) return false;
+    lost.push_back(std::move(h.lost));
+    return true;
+  });
   for (auto& l : lost) l(channel);
 }
 
@@ -99,6 +96,11 @@ void Fabric::set_element_down(std::string_view name, bool down) {
   update_links(topo_.links_of(e));
 }
 
+void Fabric::forget_routes() {
+  for (auto& row : known_routes_) row.clear();
+  known_channels_.clear();
+}
+
 void Fabric::partition(const std::vector<hal::HostId>& a, const std::vector<hal::HostId>& b) {
   std::fill(partition_side_.begin(), partition_side_.end(), -1);
   auto assign = [this](const std::vector<hal::HostId>& hosts, int side) {
@@ -109,11 +111,13 @@ void Fabric::partition(const std::vector<hal::HostId>& a, const std::vector<hal:
   };
   assign(a, 0);
   assign(b, 1);
+  forget_routes();
   rt_.record("fabric", "partition", {{"a", a}, {"b", b}}, rt::Severity::warning);
 }
 
 void Fabric::heal_partition() {
   std::fill(partition_side_.begin(), partition_side_.end(), -1);
+  forget_routes();
   rt_.record("fabric", "partition_healed");
 }
 

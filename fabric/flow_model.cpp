@@ -12,7 +12,10 @@ constexpr rt::Priority kRecomputePriority = 1 << 20;
 
 FlowModel::FlowModel(rt::Runtime& rt, std::vector<double> capacity, rt::Duration usage_interval)
     : rt_(rt), channels_(capacity.size()), usage_(capacity.size(), usage_interval) {
-  for (std::size_t c = 0; c < capacity.size(); ++c) channels_[c].capacity = capacity[c];
+  for (std::size_t c = 0; c < capacity.size(); ++c) {
+    channels_[c].capacity = capacity[c];
+    if (capacity[c] <= 0) ++dead_channels_;
+  }
 }
 
 const UsageRecorder& FlowModel::usage() const { return usage_; }
@@ -63,6 +66,8 @@ void FlowModel::start(std::vector<int> path, double bytes, rt::Duration latency,
 
 void FlowModel::set_capacity(int channel, double bytes_per_s) {
   auto& ch = channels_[static_cast<std::size_t>(channel)];
+  if (ch.capacity > 0 && bytes_per_s <= 0) ++dead_channels_;
+  if (ch.capacity <= 0 && bytes_per_s > 0) --dead_channels_;
   ch.capacity = bytes_per_s;
   if (bytes_per_s > 0) {
     mark_dirty(channel);

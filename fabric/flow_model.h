@@ -31,6 +31,8 @@ class FlowModel {
   void set_capacity(int channel, double bytes_per_s);
 
   double capacity(int channel) const { return channels_[static_cast<std::size_t>(channel)].capacity; }
+  // Channels without capacity (every link down): none on a healthy fabric, so routes need no check.
+  std::size_t dead_channels() const { return dead_channels_; }
   // Sum of the rates of the flows on the channel, bytes/s.
   double load(int channel) const { return channels_[static_cast<std::size_t>(channel)].load; }
   std::size_t flows_on(int channel) const { return channels_[static_cast<std::size_t>(channel)].flows.size(); }
@@ -78,6 +80,7 @@ class FlowModel {
 
   rt::Runtime& rt_;
   std::vector<ChannelState> channels_;
+  std::size_t dead_channels_ = 0;
   std::vector<Flow> flows_;
   std::vector<int> free_;
   std::size_t active_ = 0;

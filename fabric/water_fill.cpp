@@ -2,77 +2,162 @@
 
 #include <algorithm>
 #include <functional>
+#include <limits>
 
 namespace nvl::fabric {
 
 void WaterFill::solve(const std::vector<double>& capacity, const std::vector<int>& offset,
                       const std::vector<int>& path, std::vector<double>& rate) {
-  const std::size_t channels = capacity.size();
+  set_flows(capacity.size(), offset, path);
+  solve(capacity, rate);
+}
+
+void WaterFill::set_flows(std::size_t channels, std::span<const int> offset, std::span<const int> path) {
+  offset_ = offset;
+  path_ = path;
   const std::size_t flows = offset.empty() ? 0 : offset.size() - 1;
-  rate.assign(flows, 0.0);
-  remaining_.assign(capacity.begin(), capacity.end());
-  unfixed_.assign(channels, 0);
-  for (int c : path) ++unfixed_[static_cast<std::size_t>(c)];
-  adj_offset_.assign(channels + 1, 0);
-  for (std::size_t c = 0; c < channels; ++c) adj_offset_[c + 1] = adj_offset_[c] + unfixed_[c];
+  present_.assign(channels, 0);
+  for (int c : path) ++present_[static_cast<std::size_t>(c)];
+  adj_begin_.resize(channels);
+  adj_end_.resize(channels);
+  int at = 0;
+  for (std::size_t c = 0; c < channels; ++c) {
+    adj_begin_[c] = at;
+    adj_end_[c] = at;  // the fill cursor until every flow is listed
+    at += present_[c];
+  }
   adj_.resize(path.size());
-  std::vector<int>& fill = fill_;
-  fill.assign(adj_offset_.begin(), adj_offset_.end() - 1);
   for (std::size_t f = 0; f < flows; ++f) {
     for (int i = offset[f]; i < offset[f + 1]; ++i) {
       const auto c = static_cast<std::size_t>(path[static_cast<std::size_t>(i)]);
-      adj_[static_cast<std::size_t>(fill[c]++)] = static_cast<int>(f);
+      adj_[static_cast<std::size_t>(adj_end_[c]++)] = static_cast<int>(f);
     }
   }
-  fixed_.assign(flows, 0);
+  removed_.assign(flows, 0);
+  listed_ = path.size();
+  removed_crossings_ = 0;
   if (seen_.size() < channels) seen_.resize(channels, 0);
-  // Fixes every unfixed flow of channel uc at rate r and charges it on its other channels; the
-  // channels whose share changed are left in touched_.
-  const auto fix_channel = [&](std::size_t uc, double r) {
-    ++round_;
-    touched_.clear();
-    for (int i = adj_offset_[uc]; i < adj_offset_[uc + 1]; ++i) {
-      const auto f = static_cast<std::size_t>(adj_[static_cast<std::size_t>(i)]);
-      if (fixed_[f]) continue;
-      fixed_[f] = 1;
-      rate[f] = r;
-      for (int j = offset[f]; j < offset[f + 1]; ++j) {
-        const auto c2 = static_cast<std::size_t>(path[static_cast<std::size_t>(j)]);
-        remaining_[c2] -= r;
-        --unfixed_[c2];
-        if (c2 != uc && seen_[c2] != round_) {
-          seen_[c2] = round_;
-          touched_.push_back(static_cast<int>(c2));
-        }
+}
+
+void WaterFill::remove(int flow) {
+  const auto f = static_cast<std::size_t>(flow);
+  if (removed_[f]) return;
+  removed_[f] = 1;
+  for (int i = offset_[f]; i < offset_[f + 1]; ++i) {
+    --present_[static_cast<std::size_t>(path_[static_cast<std::size_t>(i)])];
+  }
+  removed_crossings_ += static_cast<std::size_t>(offset_[f + 1] - offset_[f]);
+}
+
+void WaterFill::compact() {
+  for (std::size_t c = 0; c < adj_begin_.size(); ++c) {
+    int kept = adj_begin_[c];
+    for (int i = adj_begin_[c]; i < adj_end_[c]; ++i) {
+      const int f = adj_[static_cast<std::size_t>(i)];
+      if (!removed_[static_cast<std::size_t>(f)]) adj_[static_cast<std::size_t>(kept++)] = f;
+    }
+    adj_end_[c] = kept;
+  }
+  listed_ -= removed_crossings_;
+  removed_crossings_ = 0;
+}
+
+void WaterFill::solve(std::span<const double> capacity, std::vector<double>& rate) {
+  rate.assign(removed_.size(), 0.0);
+  // Removed flows are skipped in the channels' lists; once they are most of them, dropping them is cheaper.
+  if (removed_crossings_ * 2 > listed_) compact();
+  remaining_.assign(capacity.begin(), capacity.end());
+  unfixed_.assign(present_.begin(), present_.end());
+  fixed_.assign(removed_.begin(), removed_.end());
+  fill(rate);
+}
+
+// Fixes every unfixed flow of channel uc at rate r and charges it on its other channels; the channels
+// whose share changed are left in touched_[0, returned count).
+std::size_t WaterFill::fix_channel(std::size_t uc, double r, std::vector<double>& rate) {
+  const std::uint64_t round = ++round_;
+  // Plain pointers and counts in locals: stores through the arrays could otherwise be taken to change
+  // the members that hold them.
+  const int* offset = offset_.data();
+  const int* path = path_.data();
+  int* unfixed = unfixed_.data();
+  double* remaining = remaining_.data();
+  std::uint64_t* seen = seen_.data();
+  int* fixed = fixed_.data();
+  int* order = fixed_order_.data();
+  int* touched = touched_.data();
+  double* rates = rate.data();
+  std::size_t fixed_count = fixed_count_;
+  std::size_t touched_count = 0;
+  for (int i = adj_begin_[uc]; i < adj_end_[uc]; ++i) {
+    const auto f = static_cast<std::size_t>(adj_[static_cast<std::size_t>(i)]);
+    if (fixed[f]) continue;
+    fixed[f] = 1;
+    rates[f] = r;
+    order[fixed_count++] = static_cast<int>(f);
+    for (int j = offset[f]; j < offset[f + 1]; ++j) {
+      const auto c2 = static_cast<std::size_t>(path[j]);
+      // Every flow of uc is fixed by this call: its count drops to zero below, and its own share is
+      // never read again, so it is not charged.
+      if (c2 == uc) continue;
+      --unfixed[c2];
+      remaining[c2] -= r;
+      if (seen[c2] != round) {
+        seen[c2] = round;
+        touched[touched_count++] = static_cast<int>(c2);
       }
     }
-  };
-  active_.clear();
-  for (std::size_t c = 0; c < channels; ++c) {
-    if (unfixed_[c] > 0) active_.push_back(static_cast<int>(c));
   }
-  if (active_.size() <= kScanChannels) {
+  unfixed[uc] = 0;
+  fixed_count_ = fixed_count;
+  round_end_.push_back(static_cast<int>(fixed_count));
+  round_rate_.push_back(r);
+  return touched_count;
+}
+
+void WaterFill::fill(std::vector<double>& rate) {
+  const std::size_t channels = remaining_.size();
+  fixed_order_.resize(fixed_.size());
+  fixed_count_ = 0;
+  touched_.resize(channels);
+  round_end_.clear();
+  round_rate_.clear();
+  if (channels <= kScanChannels) {
     // Few channels (an EP all-to-all crosses 2 per GPU): a scan for the smallest (share, channel) is
-    // cheaper than a heap, which would hold one entry per fixed flow. Same order, same result.
-    while (!active_.empty()) {
+    // cheaper than a heap, which would hold one entry per fixed flow. Same order, same result. A share is
+    // computed when it changes rather than on every scan; a channel without unfixed flows scans as +inf.
+    constexpr double kNone = std::numeric_limits<double>::infinity();
+    share_.resize(channels);
+    std::size_t live = 0;
+    for (std::size_t c = 0; c < channels; ++c) {
+      share_[c] = unfixed_[c] > 0 ? remaining_[c] / unfixed_[c] : kNone;
+      live += unfixed_[c] > 0 ? 1 : 0;
+    }
+    while (live > 0) {
       std::size_t best = 0;
-      double best_share = remaining_[static_cast<std::size_t>(active_[0])] / unfixed_[static_cast<std::size_t>(active_[0])];
-      for (std::size_t k = 1; k < active_.size(); ++k) {
-        const auto c = static_cast<std::size_t>(active_[k]);
-        const double share = remaining_[c] / unfixed_[c];
-        if (share < best_share || (share == best_share && active_[k] < active_[best])) {
-          best = k;
-          best_share = share;
+      for (std::size_t c = 1; c < channels; ++c) {
+        if (share_[c] < share_[best]) best = c;
+      }
+      const std::size_t touched = fix_channel(best, std::max(share_[best], 0.0), rate);
+      share_[best] = kNone;
+      --live;
+      for (std::size_t k = 0; k < touched; ++k) {
+        const auto u2 = static_cast<std::size_t>(touched_[k]);
+        if (unfixed_[u2] > 0) {
+          share_[u2] = remaining_[u2] / unfixed_[u2];
+        } else {
+          share_[u2] = kNone;
+          --live;
         }
       }
-      fix_channel(static_cast<std::size_t>(active_[best]), std::max(best_share, 0.0));
-      std::erase_if(active_, [&](int c) { return unfixed_[static_cast<std::size_t>(c)] == 0; });
     }
     return;
   }
   heap_.clear();
   const auto later = std::greater<std::pair<double, int>>();
-  for (int c : active_) heap_.emplace_back(remaining_[static_cast<std::size_t>(c)] / unfixed_[static_cast<std::size_t>(c)], c);
+  for (std::size_t c = 0; c < channels; ++c) {
+    if (unfixed_[c] > 0) heap_.emplace_back(remaining_[c] / unfixed_[c], static_cast<int>(c));
+  }
   std::make_heap(heap_.begin(), heap_.end(), later);
   while (!heap_.empty()) {
     std::pop_heap(heap_.begin(), heap_.end(), later);
@@ -81,10 +166,11 @@ void WaterFill::solve(const std::vector<double>& capacity, const std::vector<int
     const auto uc = static_cast<std::size_t>(c);
     // A stale entry: this channel's share has changed since it was pushed (a newer entry exists).
     if (unfixed_[uc] == 0 || share != remaining_[uc] / unfixed_[uc]) continue;
-    fix_channel(uc, std::max(share, 0.0));
+    const std::size_t touched = fix_channel(uc, std::max(share, 0.0), rate);
     // One entry per channel whose share changed, with its final share: the intermediate ones a push per
     // flow would add are stale before the next pop anyway.
-    for (int c2 : touched_) {
+    for (std::size_t k = 0; k < touched; ++k) {
+      const int c2 = touched_[k];
       const auto u2 = static_cast<std::size_t>(c2);
       if (unfixed_[u2] == 0) continue;
       heap_.emplace_back(remaining_[u2] / unfixed_[u2], c2);

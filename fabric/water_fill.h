@@ -4,6 +4,7 @@
 // Works on local indices so the flow model can solve one connected component and the collective
 // pricer an isolated set of flows with the same code. Buffers are kept between calls.
 #include <cstdint>
+#include <span>
 #include <utility>
 #include <vector>
 
@@ -16,19 +17,58 @@ class WaterFill {
   void solve(const std::vector<double>& capacity, const std::vector<int>& offset, const std::vector<int>& path,
              std::vector<double>& rate);
 
+  // The same for a set of flows solved again and again as flows leave it (the collective pricer: after
+  // each completion). set_flows() takes the flows (offset and path as above; they must outlive the
+  // solves), remove() takes one out, and solve() gives every flow still in the set the rate that the
+  // one-shot solve of just those flows, in the same order, would give: bit for bit, as it charges them
+  // in that order. Removed flows get rate 0.
+  void set_flows(std::size_t channels, std::span<const int> offset, std::span<const int> path);
+  void remove(int flow);
+  // The flows crossing a channel, in flow order, once per crossing (removed ones until a solve drops them).
+  std::span<const int> flows_on(int channel) const {
+    const auto c = static_cast<std::size_t>(channel);
+    return {adj_.data() + adj_begin_[c], static_cast<std::size_t>(adj_end_[c] - adj_begin_[c])};
+  }
+  void solve(std::span<const double> capacity, std::vector<double>& rate);
+
+  // The last solve's rounds, in order: the flows of round k were fixed together at rate round_rate(k).
+  std::size_t rounds() const { return round_rate_.size(); }
+  double round_rate(std::size_t k) const { return round_rate_[k]; }
+  std::span<const int> round_flows(std::size_t k) const {
+    const int first = k == 0 ? 0 : round_end_[k - 1];
+    return {fixed_order_.data() + first, static_cast<std::size_t>(round_end_[k] - first)};
+  }
+
  private:
+  std::size_t fix_channel(std::size_t uc, double r, std::vector<double>& rate);
+  void fill(std::vector<double>& rate);
+  // Drops removed flows from the channels' flow lists (keeping their order).
+  void compact();
+
+  static constexpr std::size_t kScanChannels = 512;  // up to this many channels, scanned rather than heaped
+
+  // The flows, from set_flows(). Flags are ints: a char store may alias anything, which makes the
+  // compiler reload every member inside the fill's loops.
+  std::span<const int> offset_, path_;
+  // Per channel, the flows crossing it in flow order: adj_[adj_begin_[c] .. adj_end_[c]).
+  std::vector<int> adj_begin_, adj_end_, adj_;
+  std::vector<int> present_;           // per channel: crossings by flows still in the set
+  std::vector<int> removed_;           // per flow
+  std::size_t listed_ = 0;             // entries in the channels' lists
+  std::size_t removed_crossings_ = 0;  // of which belong to removed flows
+  // One solve's state.
   std::vector<double> remaining_;
+  std::vector<double> share_;  // remaining_ / unfixed_, +inf without unfixed flows (scan)
   std::vector<int> unfixed_;
-  std::vector<int> adj_offset_;
-  std::vector<int> adj_;
-  std::vector<int> fill_;
-  std::vector<char> fixed_;
+  std::vector<int> fixed_;
   std::vector<std::uint64_t> seen_;  // the fill round in which a channel was last touched
-  std::vector<int> touched_;
-  std::vector<int> active_;  // channels with unfixed flows, when scanned rather than heaped
-  static constexpr std::size_t kScanChannels = 512;
   std::uint64_t round_ = 0;
+  std::vector<int> touched_;  // sized to the channels; a round fills the front
   std::vector<std::pair<double, int>> heap_;
+  std::vector<int> fixed_order_;  // flows in the order they were fixed: the first fixed_count_
+  std::size_t fixed_count_ = 0;
+  std::vector<int> round_end_;  // per round: its end in fixed_order_
+  std::vector<double> round_rate_;
 };
 
 }  // namespace nvl::fabric

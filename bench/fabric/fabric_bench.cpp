@@ -77,6 +77,44 @@ void BM_Ep64Dispatch(benchmark::State& state) {
 }
 BENCHMARK(BM_Ep64Dispatch)->Arg(0)->Arg(1)->ArgName("cached")->Unit(benchmark::kMicrosecond);
 
+// One decode step's MoE exchange as the engine sends it: ranks hold different token counts (1 to 6, fixed
+// LCG), so a dispatch row is one size per sender and a combine row one size per receiver, with empty pairs.
+// Each iteration has a new signature (priced) unless cached: then the same pair of calls repeats.
+void BM_Ep64DecodeStep(benchmark::State& state) {
+  const bool cached = state.range(0) != 0;
+  std::uint64_t x = 777;
+  std::vector<std::uint64_t> tokens(64);
+  for (auto& t : tokens) {
+    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+    t = 1 + (x >> 33) % 6;
+  }
+  auto dispatch = fabric::uniform_all_to_all(64, 0, hal::AllToAllRole::moe_dispatch);
+  auto combine = fabric::uniform_all_to_all(64, 0, hal::AllToAllRole::moe_combine);
+  for (std::size_t i = 0; i < 64; ++i) {
+    for (std::size_t j = 0; j < 64; ++j) {
+      if (i == j) continue;
+      dispatch[i].send_bytes[j] = tokens[i] * 792;
+      combine[i].send_bytes[j] = (i + j) % 3 == 0 ? 0 : tokens[j] * 1536;
+    }
+  }
+  rt::VirtualRuntime rt;
+  fabric::Fabric fab(rt, rack(), fabric::FabricOptions{rt::Duration()});
+  fabric::FabricCollectives coll(fab);
+  auto group = coll.create_group("ep64", ep64());
+  for (auto _ : state) {
+    if (!cached) {
+      state.PauseTiming();
+      group = coll.create_group("ep64", ep64());
+      state.ResumeTiming();
+    }
+    for (const auto* ops : {&dispatch, &combine}) {
+      for (int r = 0; r < 64; ++r) group->arrive(r, (*ops)[static_cast<std::size_t>(r)], [](const hal::HalError*) {});
+      rt.run();
+    }
+  }
+}
+BENCHMARK(BM_Ep64DecodeStep)->Arg(0)->Arg(1)->ArgName("cached")->Unit(benchmark::kMicrosecond);
+
 // The same dispatch as 4,032 live flows (the exact path, as when faults or other traffic are present).
 void BM_Ep64DispatchExact(benchmark::State& state) {
   const auto ops = fabric::uniform_all_to_all(64, 128 * 8 * 14336 / 64, hal::AllToAllRole::moe_dispatch);

@@ -112,6 +112,56 @@ TEST(Collectives, AllToAllsDifferingInOneSendSizeArePricedApart) {
   EXPECT_EQ(s.fast, 4u);
 }
 
+TEST(Collectives, FastPathCountsTheWireBytesOnEveryLink) {
+  Rig r;
+  auto g = r.coll.create_group("ep8", ranks(8));
+  const std::uint64_t pair_bytes = 3 << 20;
+  const auto ops = fabric::uniform_all_to_all(8, pair_bytes, hal::AllToAllRole::moe_dispatch);
+  for (int call = 0; call < 2; ++call) {
+    for (int rank = 0; rank < 8; ++rank) {
+      g->arrive(rank, ops[static_cast<std::size_t>(rank)], [](const hal::HalError* e) { EXPECT_EQ(e, nullptr); });
+    }
+    r.rt.run();
+  }
+  ASSERT_EQ(static_cast<fabric::FabricCommGroup&>(*g).stats().fast, 2u);
+  // Each call sends 7 pairs' bytes out of and into every member, at the dispatch kernel's efficiency.
+  const double per_call = 7.0 * static_cast<double>(pair_bytes) / r.fab.profile().collectives.a2a_dispatch.efficiency;
+  for (hal::DeviceId gpu = 0; gpu < 8; ++gpu) {
+    const auto& ports = r.fab.topology().gpu(gpu);
+    EXPECT_DOUBLE_EQ(r.fab.carried_bytes(ports.nvl_up), 2 * per_call) << gpu;
+    EXPECT_DOUBLE_EQ(r.fab.carried_bytes(ports.nvl_down), 2 * per_call) << gpu;
+  }
+  EXPECT_EQ(r.fab.carried_bytes(r.fab.topology().gpu(8).nvl_up), 0.0);
+}
+
+TEST(Collectives, ManySignaturesKeepTheirAnswers) {
+  // More signatures than the group keeps: the ones dropped are priced again, to the same times.
+  Rig r;
+  auto g = r.coll.create_group("ep8", ranks(8));
+  const auto time_call = [&](int k) {
+    const std::uint64_t pair_bytes = static_cast<std::uint64_t>(k + 1) << 20;
+    const auto ops = fabric::uniform_all_to_all(8, pair_bytes, hal::AllToAllRole::moe_combine);
+    const rt::Time start = r.rt.now();
+    rt::Time last = start;
+    for (int rank = 0; rank < 8; ++rank) {
+      g->arrive(rank, ops[static_cast<std::size_t>(rank)], [&](const hal::HalError* e) {
+        EXPECT_EQ(e, nullptr);
+        last = std::max(last, r.rt.now());
+      });
+    }
+    r.rt.run();
+    return last - start;
+  };
+  std::vector<rt::Duration> first;
+  for (int k = 0; k < 600; ++k) first.push_back(time_call(k));
+  for (std::size_t k = 1; k < first.size(); ++k) EXPECT_GT(first[k], first[k - 1]) << k;
+  for (int k : {599, 598, 599, 0, 1, 0, 300}) EXPECT_EQ(time_call(k), first[static_cast<std::size_t>(k)]) << k;
+  const auto& s = static_cast<fabric::FabricCommGroup&>(*g).stats();
+  EXPECT_EQ(s.fast, 607u);
+  EXPECT_GE(s.priced, 600u);
+  EXPECT_EQ(s.failed, 0u);
+}
+
 // Two VirtualRuntimes alive at once on one thread hang the loop (see the report), so reference times
 // are measured before the test's own runtime exists.
 TEST(Collectives, SlowMemberDelaysEveryone) {

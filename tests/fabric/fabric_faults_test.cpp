@@ -53,6 +53,46 @@ TEST(FabricRoutes, NvlinkInsideTheDomainNicsAcross) {
   EXPECT_EQ(c2c.channels.size(), 1u);
 }
 
+TEST(FabricRoutes, RememberedGpuRoutesAreRoutesAndSeeFaults) {
+  Rig r("gb300-nvl72", 2);
+  const auto same = [&](hal::DeviceId a, hal::DeviceId b) {
+    std::vector<int> channels = {-1};  // appended to, not replaced
+    const rt::Duration latency = r.fab.append_gpu_route(a, b, channels);
+    const auto route = r.fab.route(Endpoint::gpu(a), Endpoint::gpu(b), hal::RdmaPath::automatic);
+    channels.erase(channels.begin());
+    EXPECT_EQ(channels, route.channels) << a << " -> " << b;
+    EXPECT_EQ(latency, route.latency) << a << " -> " << b;
+  };
+  const auto error = [&](auto&& call) -> std::string {
+    try {
+      call();
+    } catch (const hal::HalError& e) {
+      return e.what();
+    }
+    return "";
+  };
+  std::vector<int> scratch;
+  for (int twice = 0; twice < 2; ++twice) {
+    same(0, 71);
+    same(0, 72);
+    same(72, 5);
+  }
+  // Every plane of GPU 1 down: the remembered route fails as route() does, and works again after.
+  for (int s = 0; s < 18; ++s) r.fab.set_link_down("rack0/tray0/gpu1", "rack0/nvswitch" + std::to_string(s), true);
+  const std::string down = error([&] { r.fab.append_gpu_route(0, 1, scratch); });
+  EXPECT_NE(down.find("rack0/tray0/gpu1<->rack0/nvswitch0 is down"), std::string::npos) << down;
+  EXPECT_EQ(down, error([&] { r.fab.route(Endpoint::gpu(0), Endpoint::gpu(1), hal::RdmaPath::automatic); }));
+  for (int s = 0; s < 18; ++s) r.fab.set_link_down("rack0/tray0/gpu1", "rack0/nvswitch" + std::to_string(s), false);
+  same(0, 1);
+  // A partition between the two GPUs' hosts blocks the remembered scale-out route until it heals.
+  r.fab.partition({r.fab.topology().gpu(0).host}, {r.fab.topology().gpu(72).host});
+  const std::string blocked = error([&] { r.fab.append_gpu_route(0, 72, scratch); });
+  EXPECT_NE(blocked.find("network partition"), std::string::npos) << blocked;
+  same(0, 71);
+  r.fab.heal_partition();
+  same(0, 72);
+}
+
 TEST(FabricFaults, LinkDownReroutesOverTheOtherPlanes) {
   Rig r;
   // 900 MB over 900 GB/s takes 1 ms; with one of 18 planes down, 17/18 of the bandwidth remains.
