@@ -2,6 +2,8 @@
 // time to price one EP64 dispatch of 128 tokens per rank (first time, and from the signature cache).
 #include <benchmark/benchmark.h>
 
+#include <initializer_list>
+
 #include "emu/rt/virtual_runtime.h"
 #include "fabric/fabric_collectives.h"
 #include "fabric/probe.h"
@@ -56,11 +58,10 @@ std::vector<hal::DeviceId> ep64() {
   return m;
 }
 
-// One EP64 dispatch of 128 tokens per rank (BF16 hidden 7168, top-8), arrivals and completion events
-// included. cached: the group has priced this signature before (the steady state inside a decode graph).
-void BM_Ep64Dispatch(benchmark::State& state) {
-  const bool cached = state.range(0) != 0;
-  const auto ops = fabric::uniform_all_to_all(64, 128 * 8 * 14336 / 64, hal::AllToAllRole::moe_dispatch);
+// Each iteration runs the calls in order on one EP64 group, arrivals and completion events included.
+// Not cached: a fresh group per iteration, so every call prices a new signature.
+void run_ep64_calls(benchmark::State& state, bool cached,
+                    std::initializer_list<const std::vector<hal::CollectiveOp>*> calls) {
   rt::VirtualRuntime rt;
   fabric::Fabric fab(rt, rack(), fabric::FabricOptions{rt::Duration()});
   fabric::FabricCollectives coll(fab);
@@ -71,9 +72,19 @@ void BM_Ep64Dispatch(benchmark::State& state) {
       group = coll.create_group("ep64", ep64());
       state.ResumeTiming();
     }
-    for (int r = 0; r < 64; ++r) group->arrive(r, ops[static_cast<std::size_t>(r)], [](const hal::HalError*) {});
-    rt.run();
+    for (const auto* ops : calls) {
+      for (int r = 0; r < 64; ++r) group->arrive(r, (*ops)[static_cast<std::size_t>(r)], [](const hal::HalError*) {});
+      rt.run();
+    }
   }
+}
+
+// One EP64 dispatch of 128 tokens per rank (BF16 hidden 7168, top-8), arrivals and completion events
+// included. cached: the group has priced this signature before (the steady state inside a decode graph).
+void BM_Ep64Dispatch(benchmark::State& state) {
+  const bool cached = state.range(0) != 0;
+  const auto ops = fabric::uniform_all_to_all(64, 128 * 8 * 14336 / 64, hal::AllToAllRole::moe_dispatch);
+  run_ep64_calls(state, cached, {&ops});
 }
 BENCHMARK(BM_Ep64Dispatch)->Arg(0)->Arg(1)->ArgName("cached")->Unit(benchmark::kMicrosecond);
 
@@ -97,21 +108,7 @@ void BM_Ep64DecodeStep(benchmark::State& state) {
       combine[i].send_bytes[j] = (i + j) % 3 == 0 ? 0 : tokens[j] * 1536;
     }
   }
-  rt::VirtualRuntime rt;
-  fabric::Fabric fab(rt, rack(), fabric::FabricOptions{rt::Duration()});
-  fabric::FabricCollectives coll(fab);
-  auto group = coll.create_group("ep64", ep64());
-  for (auto _ : state) {
-    if (!cached) {
-      state.PauseTiming();
-      group = coll.create_group("ep64", ep64());
-      state.ResumeTiming();
-    }
-    for (const auto* ops : {&dispatch, &combine}) {
-      for (int r = 0; r < 64; ++r) group->arrive(r, (*ops)[static_cast<std::size_t>(r)], [](const hal::HalError*) {});
-      rt.run();
-    }
-  }
+  run_ep64_calls(state, cached, {&dispatch, &combine});
 }
 BENCHMARK(BM_Ep64DecodeStep)->Arg(0)->Arg(1)->ArgName("cached")->Unit(benchmark::kMicrosecond);
 
