@@ -15,7 +15,13 @@ double ComputeEngine::price(ComputeJob& job) const {
   PriceCache* cache = job.cache_;
   if (cache != nullptr && cache->shares == job.shares_) return cache->ns;
   double ns = 0;
-  for (const KernelCost& c : job.costs_) ns += price_ns(c, job.shares_);
+  if (job.shares_ == RunShares{}) {
+    // Alone at nominal clock (the usual case) every division is by 1, which is exact: skipping them
+    // gives the same sum, bit for bit.
+    for (const KernelCost& c : job.costs_) ns += c.overhead_ns + std::max(c.compute_ns, c.memory_ns);
+  } else {
+    for (const KernelCost& c : job.costs_) ns += price_ns(c, job.shares_);
+  }
   if (cache != nullptr) *cache = PriceCache{job.shares_, ns};
   return ns;
 }

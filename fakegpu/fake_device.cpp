@@ -49,8 +49,17 @@ std::shared_ptr<hal::GpuEvent> FakeDevice::create_event(const std::string& name)
   return std::make_shared<FakeEvent>(rt_, source_ + "/" + name);
 }
 
-std::shared_ptr<const hal::GraphExec> FakeDevice::instantiate(const hal::Graph& graph) {
+std::shared_ptr<hal::GraphExec> FakeDevice::instantiate(const hal::Graph& graph) {
   return std::make_shared<FakeGraphExec>(graph, cost_, *profile_, id());
+}
+
+bool FakeDevice::update(hal::GraphExec& exec, const hal::Graph& graph) {
+  auto* fake = dynamic_cast<FakeGraphExec*>(&exec);
+  if (fake == nullptr || fake->device() != id()) {
+    throw std::invalid_argument(source_ + ": graph exec '" + exec.name() + "' was not instantiated for this device");
+  }
+  fake->update(graph);
+  return true;
 }
 
 void FakeDevice::refuse(const std::string& op, hal::Xid xid, const std::string& detail) const {
@@ -59,15 +68,9 @@ void FakeDevice::refuse(const std::string& op, hal::Xid xid, const std::string& 
   throw hal::HalError(id(), op, xid, detail);
 }
 
-void FakeDevice::check_usable(const std::string& op) const {
-  switch (health_) {
-    case hal::DeviceHealth::healthy:
-      return;
-    case hal::DeviceHealth::needs_reset:
-      refuse(op, hal::Xid::ecc_uncorrectable, "the device needs a reset");
-    case hal::DeviceHealth::lost:
-      refuse(op, hal::Xid::gpu_lost, "the device is lost");
-  }
+void FakeDevice::refuse_unusable(const std::string& op) const {
+  if (health_ == hal::DeviceHealth::needs_reset) refuse(op, hal::Xid::ecc_uncorrectable, "the device needs a reset");
+  refuse(op, hal::Xid::gpu_lost, "the device is lost");
 }
 
 void FakeDevice::reset() {

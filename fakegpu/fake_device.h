@@ -11,6 +11,7 @@
 // injected faults are expected events of a run; error severity is kept for broken invariants.
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "emu/rt/runtime.h"
@@ -40,7 +41,9 @@ class FakeDevice final : public hal::Device {
   hal::Memory& host_memory() override { return *host_memory_; }
   hal::Stream& create_stream(const std::string& name, double sm_fraction = 1.0) override;
   std::shared_ptr<hal::GpuEvent> create_event(const std::string& name) override;
-  std::shared_ptr<const hal::GraphExec> instantiate(const hal::Graph& graph) override;
+  std::shared_ptr<hal::GraphExec> instantiate(const hal::Graph& graph) override;
+  // Updates any graph in place (emulated execs have no fixed topology).
+  bool update(hal::GraphExec& exec, const hal::Graph& graph) override;
   void reset() override;
 
   void inject_gpu_lost();
@@ -64,13 +67,21 @@ class FakeDevice final : public hal::Device {
   const DeviceProfile& profile() const { return *profile_; }
   const CostModel& cost_model() const { return cost_; }
   ComputeEngine& compute() { return compute_; }
-  // Throws HalError (with the Xid) unless the device is healthy.
-  void check_usable(const std::string& op) const;
+  // Throws HalError (with the Xid) unless the device is healthy; `op` names the refused operation.
+  void check_usable(std::string_view op) const {
+    if (health_ != hal::DeviceHealth::healthy) refuse_unusable(std::string(op));
+  }
+  // As above for the operation "<what> '<name>'", spelled out only when refused.
+  void check_usable(std::string_view what, std::string_view name) const {
+    if (health_ != hal::DeviceHealth::healthy) refuse_unusable(std::string(what) + " '" + std::string(name) + "'");
+  }
   void transfer(const TransferRequest& request, TransferDone done) { path_->transfer(request, std::move(done)); }
 
  private:
   // Logs the refused operation and throws its HalError.
   [[noreturn]] void refuse(const std::string& op, hal::Xid xid, const std::string& detail) const;
+  // Refuses `op` for the device's health (it is not healthy).
+  [[noreturn]] void refuse_unusable(const std::string& op) const;
   // Logs the fault, drains every stream when drain_reason is set, then tells the listeners.
   void fault(hal::Xid xid, int link, nlohmann::json fields, const std::string& drain_reason);
 

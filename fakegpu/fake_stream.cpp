@@ -19,7 +19,7 @@ FakeStream::~FakeStream() { device_.compute().cancel(job_); }
 hal::DeviceId FakeStream::device() const { return device_.id(); }
 
 void FakeStream::launch(const hal::KernelDesc& kernel) {
-  device_.check_usable("launch '" + kernel.name + "'");
+  device_.check_usable("launch", kernel.name);
   Op op;
   op.kind = OpKind::kernel;
   op.cost = device_.cost_model().cost(kernel, device_.profile().kernel_launch);
@@ -28,17 +28,16 @@ void FakeStream::launch(const hal::KernelDesc& kernel) {
 }
 
 void FakeStream::launch(std::shared_ptr<const hal::GraphExec> graph) {
-  auto exec = std::dynamic_pointer_cast<const FakeGraphExec>(graph);
-  if (!exec || exec->device() != device_.id()) {
+  const auto* exec = dynamic_cast<const FakeGraphExec*>(graph.get());
+  if (exec == nullptr || exec->device() != device_.id()) {
     throw std::invalid_argument("stream '" + name_ + "' of " + device_.source() + ": graph '" +
                                 (graph ? graph->name() : std::string("(null)")) +
                                 "' was not instantiated for this device");
   }
-  device_.check_usable("launch graph '" + exec->name() + "'");
+  device_.check_usable("launch graph", exec->name());
   Op op;
   op.kind = OpKind::graph;
-  op.name = "graph '" + exec->name() + "'";
-  op.graph = std::move(exec);
+  op.graph = exec->layout();
   enqueue(std::move(op));
 }
 
@@ -102,6 +101,10 @@ void FakeStream::synchronize() {
   }
 }
 
+const std::string& FakeStream::name_of(const Op& op) {
+  return op.kind == OpKind::graph ? op.graph->launch_name() : op.name;
+}
+
 void FakeStream::enqueue(Op op) {
   queue_.push_back(std::move(op));
   pump();
@@ -162,12 +165,14 @@ void FakeStream::start_front() {
 }
 
 void FakeStream::run_segment() {
-  const auto& segment = queue_.front().graph->segments()[segment_];
-  if (segment.kernels.empty()) {
+  const GraphLayout& graph = *queue_.front().graph;
+  const auto& segment = graph.segments()[segment_];
+  const auto kernels = graph.kernels(segment);
+  if (kernels.empty()) {
     on_compute_done(job_);  // back-to-back collectives, or nothing after the last one
     return;
   }
-  job_.set_work(segment.kernels, &segment.cache);
+  job_.set_work(kernels, &segment.cache);
   device_.compute().start(job_);
 }
 
@@ -183,7 +188,7 @@ void FakeStream::on_compute_done(ComputeJob&) {
     return;
   }
   const hal::CollectiveCall& call = *segment.collective;
-  call.group->arrive(call.rank, call.op, [this, epoch = epoch_](const hal::HalError* e) { on_async_done(epoch, e); });
+  call.group->arrive(call.rank, *call.op, [this, epoch = epoch_](const hal::HalError* e) { on_async_done(epoch, e); });
 }
 
 void FakeStream::on_async_done(std::uint64_t epoch, const hal::HalError* error) {
@@ -226,7 +231,7 @@ void FakeStream::finish_front(const hal::HalError* error) {
   if (const auto& observe = device_.span_observer()) {
     const Op& op = queue_.front();
     if (op.kind == OpKind::kernel || op.kind == OpKind::graph || op.kind == OpKind::copy) {
-      observe(OpSpan{device_.id(), name_, op.name, op_start_, device_.runtime().now(), error == nullptr});
+      observe(OpSpan{device_.id(), name_, name_of(op), op_start_, device_.runtime().now(), error == nullptr});
     }
   }
   queue_.pop_front();
@@ -238,7 +243,7 @@ void FakeStream::note_failure(const Op& op, const hal::HalError& error) {
   if (!error_) error_ = error;
   device_.runtime().record(device_.source(), "op_failed",
                            {{"stream", name_},
-                            {"op", op.name},
+                            {"op", name_of(op)},
                             {"xid", static_cast<int>(error.cause())},
                             {"error", error.what()}},
                            rt::Severity::warning);
@@ -268,7 +273,7 @@ void FakeStream::drain(hal::Xid xid, const std::string& reason) {
     queue_.pop_front();
     const std::string detail = first ? reason : reason + " (queued behind it, not run)";
     first = false;
-    fail(op, hal::HalError(device_.id(), op.name, xid, detail));
+    fail(op, hal::HalError(device_.id(), name_of(op), xid, detail));
   }
   idle_cond_.notify_all();
 }

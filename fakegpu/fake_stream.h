@@ -50,15 +50,16 @@ class FakeStream final : public hal::Stream, private ComputeClient {
   enum class OpKind : std::uint8_t { kernel, graph, copy, record, wait, callback };
   struct Op {
     OpKind kind = OpKind::kernel;
-    std::string name;  // for errors and the event log
+    std::string name;  // for errors and the event log (a graph's is its layout's: name_of)
     KernelCost cost;
-    std::shared_ptr<const FakeGraphExec> graph;
+    std::shared_ptr<const GraphLayout> graph;  // the launched exec's layout at launch
     TransferRequest transfer;
     std::shared_ptr<FakeEvent> event;
     std::uint64_t generation = 0;
     hal::HostCallback callback;
   };
 
+  static const std::string& name_of(const Op& op);
   // A record or wait on `event`, checked (an event of another kind of device is std::invalid_argument).
   Op event_op(OpKind kind, hal::GpuEvent& event);
   void enqueue(Op op);

@@ -59,23 +59,50 @@ std::int64_t LayerKernels::attended_keys(const DecodeSpan& d) const {
   return causal_keys(d.context_tokens, d.new_tokens, cap);
 }
 
+LayerKernels::SpanSums LayerKernels::sums_of(const RankBatch& batch) const {
+  const bool dsa = model_.attention == AttentionKind::mla_dsa;
+  SpanSums s;
+  for (const PrefillSpan& p : batch.prefills) {
+    const std::int64_t context = p.prior_tokens + p.new_tokens;
+    const std::int64_t keys = attended_keys(p);
+    s.prefill_tokens += p.new_tokens;
+    s.prefill_context += context;
+    s.prefill_keys += keys;
+    // A chunk's queries pick their top-k from the same sequence's keys, which stay on chip across the
+    // queries: HBM reads each key at most once per step, as the dense path and the indexer assume.
+    s.sparse_read += std::min(keys, context);
+    if (dsa) s.scored += causal_keys(p.prior_tokens, p.new_tokens, INT64_MAX / 4);
+  }
+  for (const DecodeSpan& d : batch.decodes) {
+    const std::int64_t context = d.context_tokens + d.new_tokens;
+    s.decode_tokens += d.new_tokens;
+    s.decode_context += context;
+    s.decode_keys += attended_keys(d);
+    // The cache is read once per sequence whatever the number of heads and MTP tokens.
+    s.decode_kv += dsa ? std::min(context, model_.index_topk) : context;
+    if (dsa) s.scored += causal_keys(d.context_tokens, d.new_tokens, INT64_MAX / 4);
+  }
+  return s;
+}
+
 void LayerKernels::attention(const RankBatch& batch, std::vector<KernelDesc>& out) const {
-  const std::int64_t n = batch.tokens();
+  const SpanSums s = sums_of(batch);
+  const std::int64_t n = s.tokens();
   if (n == 0) return;
   const std::int64_t h = model_.hidden_size;
   out.push_back(KernelDesc{KernelKind::elementwise, DType::bf16, u64(8 * n * h), u64(4 * n * h * kActivationBytes),
                            "attn.norm"});
   if (model_.is_mla()) {
-    mla_attention(batch, out);
+    mla_attention(s, out);
   } else {
-    gqa_attention(batch, out);
+    gqa_attention(s, out);
   }
 }
 
-void LayerKernels::mla_attention(const RankBatch& batch, std::vector<KernelDesc>& out) const {
+void LayerKernels::mla_attention(const SpanSums& s, std::vector<KernelDesc>& out) const {
   const ModelProfile& m = model_;
   const DType wd = weights_.attention;
-  const std::int64_t n = batch.tokens();
+  const std::int64_t n = s.tokens();
   const std::int64_t h = m.hidden_size;
   const std::int64_t qk = m.qk_nope_head_dim + m.qk_rope_head_dim;
   const std::int64_t latent = m.kv_lora_rank + m.qk_rope_head_dim;
@@ -83,46 +110,32 @@ void LayerKernels::mla_attention(const RankBatch& batch, std::vector<KernelDesc>
   gemm("attn.q_a", wd, n, h, m.q_lora_rank, out);
   gemm("attn.q_b", wd, n, m.q_lora_rank, heads_ * qk, out);
   gemm("attn.kv_a", wd, n, h, latent, out);
-  if (dsa) dsa_indexer(batch, out);
+  if (dsa) dsa_indexer(s, out);
 
   // Prefill: dense MLA expands the cached latent to per-head K and V (MHA form); DSA attends sparsely
   // over the latent in absorbed form, as decode does.
   std::int64_t absorbed_tokens = 0;
-  std::int64_t prefill_ctx = 0, prefill_keys = 0, prefill_tokens = 0, sparse_read = 0;
-  for (const PrefillSpan& p : batch.prefills) {
-    prefill_tokens += p.new_tokens;
-    prefill_ctx += p.prior_tokens + p.new_tokens;
-    prefill_keys += attended_keys(p);
-    // A chunk's queries pick their top-k from the same sequence's keys, which stay on chip across the
-    // queries: HBM reads each key at most once per step, as the dense path and the indexer assume.
-    sparse_read += std::min(attended_keys(p), p.prior_tokens + p.new_tokens);
-  }
-  if (prefill_tokens > 0 && !dsa) {
-    gemm("attn.kv_b", wd, prefill_ctx, m.kv_lora_rank, heads_ * (m.qk_nope_head_dim + m.v_head_dim), out);
+  if (s.prefill_tokens > 0 && !dsa) {
+    gemm("attn.kv_b", wd, s.prefill_context, m.kv_lora_rank, heads_ * (m.qk_nope_head_dim + m.v_head_dim), out);
     out.push_back(KernelDesc{KernelKind::attn_prefill, DType::bf16,
-                             2 * u64(prefill_keys) * u64(heads_) * u64(qk + m.v_head_dim),
-                             u64(prefill_ctx * heads_ * (qk + m.v_head_dim) * kActivationBytes) +
-                                 u64(prefill_tokens * heads_ * (qk + m.v_head_dim) * kActivationBytes),
+                             2 * u64(s.prefill_keys) * u64(heads_) * u64(qk + m.v_head_dim),
+                             u64(s.prefill_context * heads_ * (qk + m.v_head_dim) * kActivationBytes) +
+                                 u64(s.prefill_tokens * heads_ * (qk + m.v_head_dim) * kActivationBytes),
                              "attn.prefill"});
-  } else if (prefill_tokens > 0) {
-    absorbed_tokens += prefill_tokens;
+  } else if (s.prefill_tokens > 0) {
+    absorbed_tokens += s.prefill_tokens;
     out.push_back(KernelDesc{KernelKind::attn_prefill_sparse, kv_dtype_,
-                             2 * u64(prefill_keys) * u64(heads_) * u64(latent + m.kv_lora_rank),
-                             bytes_of(sparse_read * latent, kv_dtype_) + u64(prefill_tokens * heads_ * latent * kActivationBytes),
+                             2 * u64(s.prefill_keys) * u64(heads_) * u64(latent + m.kv_lora_rank),
+                             bytes_of(s.sparse_read * latent, kv_dtype_) +
+                                 u64(s.prefill_tokens * heads_ * latent * kActivationBytes),
                              "attn.sparse"});
   }
-  std::int64_t decode_tokens = 0, decode_keys = 0, decode_kv = 0;
-  for (const DecodeSpan& d : batch.decodes) {
-    decode_tokens += d.new_tokens;
-    decode_keys += attended_keys(d);
-    // The cache is read once per sequence whatever the number of heads and MTP tokens.
-    decode_kv += dsa ? std::min(d.context_tokens + d.new_tokens, m.index_topk) : d.context_tokens + d.new_tokens;
-  }
-  if (decode_tokens > 0) {
-    absorbed_tokens += decode_tokens;
+  if (s.decode_tokens > 0) {
+    absorbed_tokens += s.decode_tokens;
     out.push_back(KernelDesc{KernelKind::attn_decode, kv_dtype_,
-                             2 * u64(decode_keys) * u64(heads_) * u64(latent + m.kv_lora_rank),
-                             bytes_of(decode_kv * latent, kv_dtype_) + u64(decode_tokens * heads_ * latent * kActivationBytes),
+                             2 * u64(s.decode_keys) * u64(heads_) * u64(latent + m.kv_lora_rank),
+                             bytes_of(s.decode_kv * latent, kv_dtype_) +
+                                 u64(s.decode_tokens * heads_ * latent * kActivationBytes),
                              "attn.decode"});
   }
   if (absorbed_tokens > 0) {
@@ -133,57 +146,37 @@ void LayerKernels::mla_attention(const RankBatch& batch, std::vector<KernelDesc>
   gemm("attn.o", wd, n, heads_ * m.v_head_dim, h, out);
 }
 
-void LayerKernels::dsa_indexer(const RankBatch& batch, std::vector<KernelDesc>& out) const {
+void LayerKernels::dsa_indexer(const SpanSums& s, std::vector<KernelDesc>& out) const {
   const ModelProfile& m = model_;
-  const std::int64_t n = batch.tokens();
+  const std::int64_t n = s.tokens();
   // Under TP the indexer's heads split like the attention heads (when they divide evenly).
   const std::int64_t idx_heads = m.index_n_heads % tp_ == 0 ? m.index_n_heads / tp_ : m.index_n_heads;
   gemm("idx.q", weights_.attention, n, m.q_lora_rank, idx_heads * m.index_head_dim, out);
   gemm("idx.k", weights_.attention, n, m.hidden_size, m.index_head_dim, out);
   // Every query scores every cached key of its sequence; the keys are read once per sequence.
-  std::int64_t scored = 0, keys_read = 0;
-  for (const PrefillSpan& p : batch.prefills) {
-    scored += causal_keys(p.prior_tokens, p.new_tokens, INT64_MAX / 4);
-    keys_read += p.prior_tokens + p.new_tokens;
-  }
-  for (const DecodeSpan& d : batch.decodes) {
-    scored += causal_keys(d.context_tokens, d.new_tokens, INT64_MAX / 4);
-    keys_read += d.context_tokens + d.new_tokens;
-  }
-  out.push_back(KernelDesc{KernelKind::indexer, DType::fp8, 2 * u64(scored) * u64(idx_heads * m.index_head_dim),
+  const std::int64_t keys_read = s.prefill_context + s.decode_context;
+  out.push_back(KernelDesc{KernelKind::indexer, DType::fp8, 2 * u64(s.scored) * u64(idx_heads * m.index_head_dim),
                            u64(keys_read * (m.index_head_dim + m.index_key_scale_bytes)), "idx.score"});
 }
 
-void LayerKernels::gqa_attention(const RankBatch& batch, std::vector<KernelDesc>& out) const {
+void LayerKernels::gqa_attention(const SpanSums& s, std::vector<KernelDesc>& out) const {
   const ModelProfile& m = model_;
   const DType wd = weights_.attention;
-  const std::int64_t n = batch.tokens();
+  const std::int64_t n = s.tokens();
   const std::int64_t kv_heads = std::max<std::int64_t>(1, m.num_key_value_heads / tp_);
   const std::int64_t kv_per_token = 2 * kv_heads * m.head_dim;
   gemm("attn.q", wd, n, m.hidden_size, heads_ * m.head_dim, out);
   gemm("attn.kv", wd, n, m.hidden_size, kv_per_token, out);
-  std::int64_t prefill_keys = 0, prefill_ctx = 0, prefill_tokens = 0;
-  for (const PrefillSpan& p : batch.prefills) {
-    prefill_keys += attended_keys(p);
-    prefill_ctx += p.prior_tokens + p.new_tokens;
-    prefill_tokens += p.new_tokens;
-  }
-  if (prefill_tokens > 0) {
-    out.push_back(KernelDesc{KernelKind::attn_prefill, DType::bf16, 4 * u64(prefill_keys) * u64(heads_ * m.head_dim),
-                             bytes_of(prefill_ctx * kv_per_token, kv_dtype_) +
-                                 u64(prefill_tokens * heads_ * m.head_dim * 2 * kActivationBytes),
+  if (s.prefill_tokens > 0) {
+    out.push_back(KernelDesc{KernelKind::attn_prefill, DType::bf16, 4 * u64(s.prefill_keys) * u64(heads_ * m.head_dim),
+                             bytes_of(s.prefill_context * kv_per_token, kv_dtype_) +
+                                 u64(s.prefill_tokens * heads_ * m.head_dim * 2 * kActivationBytes),
                              "attn.prefill"});
   }
-  std::int64_t decode_keys = 0, decode_ctx = 0, decode_tokens = 0;
-  for (const DecodeSpan& d : batch.decodes) {
-    decode_keys += attended_keys(d);
-    decode_ctx += d.context_tokens + d.new_tokens;
-    decode_tokens += d.new_tokens;
-  }
-  if (decode_tokens > 0) {
-    out.push_back(KernelDesc{KernelKind::attn_decode, kv_dtype_, 4 * u64(decode_keys) * u64(heads_ * m.head_dim),
-                             bytes_of(decode_ctx * kv_per_token, kv_dtype_) +
-                                 u64(decode_tokens * heads_ * m.head_dim * 2 * kActivationBytes),
+  if (s.decode_tokens > 0) {
+    out.push_back(KernelDesc{KernelKind::attn_decode, kv_dtype_, 4 * u64(s.decode_keys) * u64(heads_ * m.head_dim),
+                             bytes_of(s.decode_context * kv_per_token, kv_dtype_) +
+                                 u64(s.decode_tokens * heads_ * m.head_dim * 2 * kActivationBytes),
                              "attn.decode"});
   }
   gemm("attn.o", wd, n, heads_ * m.head_dim, m.hidden_size, out);

@@ -39,9 +39,23 @@ class LayerKernels {
  private:
   void gemm(const char* name, hal::DType dt, std::int64_t tokens, std::int64_t in, std::int64_t out_dim,
             std::vector<hal::KernelDesc>& out) const;
-  void mla_attention(const RankBatch& batch, std::vector<hal::KernelDesc>& out) const;
-  void gqa_attention(const RankBatch& batch, std::vector<hal::KernelDesc>& out) const;
-  void dsa_indexer(const RankBatch& batch, std::vector<hal::KernelDesc>& out) const;
+  // What the attention kernels need of a batch, summed over its spans in one pass.
+  struct SpanSums {
+    std::int64_t prefill_tokens = 0;
+    std::int64_t prefill_context = 0;  // cached and new tokens of every chunk
+    std::int64_t prefill_keys = 0;     // attended_keys summed
+    std::int64_t sparse_read = 0;      // DSA prefill: keys read from HBM (at most the chunk's context)
+    std::int64_t decode_tokens = 0;
+    std::int64_t decode_context = 0;   // cached and new tokens of every sequence
+    std::int64_t decode_keys = 0;      // attended_keys summed
+    std::int64_t decode_kv = 0;        // MLA decode: cache entries read (DSA: at most top-k per sequence)
+    std::int64_t scored = 0;           // DSA indexer: keys its queries score (every cached one)
+    std::int64_t tokens() const { return prefill_tokens + decode_tokens; }
+  };
+  SpanSums sums_of(const RankBatch& batch) const;
+  void mla_attention(const SpanSums& s, std::vector<hal::KernelDesc>& out) const;
+  void gqa_attention(const SpanSums& s, std::vector<hal::KernelDesc>& out) const;
+  void dsa_indexer(const SpanSums& s, std::vector<hal::KernelDesc>& out) const;
   // Keys each query of the span attends to, summed over its queries (causal; DSA caps each at top-k).
   std::int64_t attended_keys(const PrefillSpan& p) const;
   std::int64_t attended_keys(const DecodeSpan& d) const;

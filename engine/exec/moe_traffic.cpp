@@ -32,13 +32,18 @@ std::vector<std::uint64_t> MoeTraffic::dispatch_row(std::int64_t r, std::int64_t
 std::vector<std::uint64_t> MoeTraffic::combine_row(std::int64_t d, std::span<const std::int64_t> tokens,
                                                    std::uint64_t bytes_per_pair) const {
   std::vector<std::uint64_t> row(shares_.size(), 0);
-  const double share = shares_.at(static_cast<std::size_t>(d));
   for (std::size_t r = 0; r < shares_.size(); ++r) {
-    if (static_cast<std::int64_t>(r) == d) continue;
-    row[r] = static_cast<std::uint64_t>(
-        std::llround(static_cast<double>(tokens[r] * top_k_) * share * static_cast<double>(bytes_per_pair)));
+    row[r] = combine_bytes(d, static_cast<std::int64_t>(r), tokens[r], bytes_per_pair);
   }
   return row;
+}
+
+std::uint64_t MoeTraffic::combine_bytes(std::int64_t d, std::int64_t r, std::int64_t tokens_r,
+                                        std::uint64_t bytes_per_pair) const {
+  if (r == d) return 0;
+  const double share = shares_.at(static_cast<std::size_t>(d));
+  return static_cast<std::uint64_t>(
+      std::llround(static_cast<double>(tokens_r * top_k_) * share * static_cast<double>(bytes_per_pair)));
 }
 
 }  // namespace nvl::engine

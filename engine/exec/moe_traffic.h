@@ -27,6 +27,9 @@ class MoeTraffic {
   // Bytes rank d sends every rank in the combine: the results for that rank's token copies it computed.
   std::vector<std::uint64_t> combine_row(std::int64_t d, std::span<const std::int64_t> tokens,
                                          std::uint64_t bytes_per_pair) const;
+  // combine_row(d, tokens, bytes_per_pair)[r], which depends on tokens[r] alone: a row can be brought
+  // up to date where the counts changed.
+  std::uint64_t combine_bytes(std::int64_t d, std::int64_t r, std::int64_t tokens_r, std::uint64_t bytes_per_pair) const;
 
  private:
   std::vector<double> shares_;

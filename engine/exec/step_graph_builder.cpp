@@ -1,10 +1,33 @@
 #include "engine/exec/step_graph_builder.h"
 
 #include <algorithm>
+#include <cstring>
 #include <stdexcept>
 #include <string>
 
 namespace nvl::engine {
+
+namespace {
+// Bit for bit (what is kept was computed from exactly these values); cheaper than comparing elements.
+template <typename T>
+bool same_bits(std::span<const T> a, const std::vector<T>& b) {
+  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0);
+}
+
+std::shared_ptr<const hal::CollectiveOp> all_to_all(hal::AllToAllRole role, const char* name,
+                                                    std::vector<std::uint64_t> send_bytes) {
+  hal::CollectiveOp op;
+  op.kind = hal::CollectiveKind::all_to_all;
+  op.role = role;
+  op.name = name;
+  op.send_bytes = std::move(send_bytes);
+  return std::make_shared<const hal::CollectiveOp>(std::move(op));
+}
+
+void add_list(hal::Graph& g, const hal::SharedKernels& kernels) {
+  if (!kernels->empty()) g.add(kernels);
+}
+}  // namespace
 
 StepGraphBuilder::StepGraphBuilder(const LayerKernels& kernels, const MoeTraffic* traffic, StepGraphOptions opts)
     : kernels_(kernels), traffic_(traffic), opts_(std::move(opts)) {
@@ -13,87 +36,134 @@ StepGraphBuilder::StepGraphBuilder(const LayerKernels& kernels, const MoeTraffic
 
 const StepGraphBuilder::EpRouting& StepGraphBuilder::ep_routing(std::span<const std::int64_t> tokens_per_rank) const {
   const auto& shares = traffic_->shares();
-  if (routing_valid_ && std::equal(tokens_per_rank.begin(), tokens_per_rank.end(), routing_.tokens_per_rank.begin(),
-                                   routing_.tokens_per_rank.end()) && shares == routing_.shares) {
-    return routing_;
+  const bool same_shares = routing_valid_ && same_bits(std::span<const double>(shares), routing_.shares);
+  if (same_shares && same_bits(tokens_per_rank, routing_.tokens_per_rank)) return routing_;
+  const auto rank = static_cast<std::size_t>(opts_.rank);
+  const std::int64_t own = tokens_per_rank[rank];
+  // Under the same shares, this rank's dispatch row depends on its own count alone, and each entry of
+  // its combine row on that entry's rank's count alone: only what a changed count touches is redone.
+  const bool patch = same_shares && tokens_per_rank.size() == routing_.tokens_per_rank.size();
+  if (!patch || own != routing_.tokens_per_rank[rank]) {
+    routing_.dispatch = all_to_all(hal::AllToAllRole::moe_dispatch, "moe.dispatch",
+                                   traffic_->dispatch_row(opts_.rank, own, kernels_.dispatch_bytes_per_token()));
   }
+  const std::uint64_t combine_bytes = kernels_.combine_bytes_per_token();
+  std::vector<std::uint64_t> combine;
+  if (patch) {
+    combine = routing_.combine->send_bytes;
+    for (std::size_t r = 0; r < combine.size(); ++r) {
+      if (tokens_per_rank[r] == routing_.tokens_per_rank[r]) continue;
+      combine[r] = traffic_->combine_bytes(opts_.rank, static_cast<std::int64_t>(r), tokens_per_rank[r], combine_bytes);
+    }
+  } else {
+    combine = traffic_->combine_row(opts_.rank, tokens_per_rank, combine_bytes);
+    routing_.shares = shares;
+  }
+  routing_.combine = all_to_all(hal::AllToAllRole::moe_combine, "moe.combine", std::move(combine));
   routing_.tokens_per_rank.assign(tokens_per_rank.begin(), tokens_per_rank.end());
-  routing_.shares = shares;
-  routing_.dispatch_row = traffic_->dispatch_row(opts_.rank, tokens_per_rank[static_cast<std::size_t>(opts_.rank)],
-                                                 kernels_.dispatch_bytes_per_token());
-  routing_.combine_row = traffic_->combine_row(opts_.rank, tokens_per_rank, kernels_.combine_bytes_per_token());
   routing_.expert_tokens = traffic_->expert_tokens(opts_.rank, tokens_per_rank);
   routing_valid_ = true;
   return routing_;
 }
 
-void StepGraphBuilder::add_kernels(hal::Graph& g, std::vector<hal::KernelDesc>& ks) const {
-  for (auto& k : ks) g.add(std::move(k));
-  ks.clear();
+template <typename Fill>
+const hal::SharedKernels& StepGraphBuilder::kept(KeptKernels& k, std::int64_t first, std::int64_t second,
+                                                 Fill&& fill) const {
+  if (!k.kernels || k.first != first || k.second != second) {
+    auto list = std::make_shared<std::vector<hal::KernelDesc>>();
+    fill(*list);
+    k = KeptKernels{first, second, std::move(list)};
+  }
+  return k.kernels;
 }
 
-void StepGraphBuilder::add_all_reduce(hal::Graph& g, const char* name, std::int64_t tokens) const {
+hal::SharedKernels StepGraphBuilder::attention_kernels(const RankBatch& batch) const {
+  auto list = std::make_shared<std::vector<hal::KernelDesc>>();
+  list->reserve(attention_size_);
+  kernels_.attention(batch, *list);
+  attention_size_ = list->size();
+  return list;
+}
+
+void StepGraphBuilder::add_all_reduce(hal::Graph& g, AllReduce& all_reduce, std::int64_t tokens) const {
   if (!opts_.tp_group || tokens <= 0) return;
-  hal::CollectiveOp op;
-  op.kind = hal::CollectiveKind::all_reduce;
-  op.name = name;
-  op.bytes = static_cast<std::uint64_t>(tokens * kernels_.model().hidden_size * 2);
-  g.add(hal::CollectiveCall{opts_.tp_group, opts_.rank, std::move(op)});
+  const auto bytes = static_cast<std::uint64_t>(tokens * kernels_.model().hidden_size * 2);
+  if (!all_reduce.op || all_reduce.op->bytes != bytes) {
+    hal::CollectiveOp op;
+    op.kind = hal::CollectiveKind::all_reduce;
+    op.name = all_reduce.name;
+    op.bytes = bytes;
+    all_reduce.op = std::make_shared<const hal::CollectiveOp>(std::move(op));
+  }
+  g.add(hal::CollectiveCall{opts_.tp_group, opts_.rank, all_reduce.op});
 }
 
-void StepGraphBuilder::add_all_to_all(hal::Graph& g, hal::AllToAllRole role, const char* name,
-                                      const std::vector<std::uint64_t>& send_bytes) const {
-  hal::CollectiveOp op;
-  op.kind = hal::CollectiveKind::all_to_all;
-  op.role = role;
-  op.name = name;
-  op.send_bytes = send_bytes;
-  g.add(hal::CollectiveCall{opts_.ep_group, opts_.rank, std::move(op)});
+hal::Graph& StepGraphBuilder::body(std::shared_ptr<hal::Graph>& kept, const char* name) const {
+  if (kept && kept.use_count() == 1) {
+    kept->clear();
+  } else {
+    kept = std::make_shared<hal::Graph>(name);
+  }
+  return *kept;
 }
 
-hal::Graph StepGraphBuilder::moe_layer(const RankBatch& batch, const std::vector<hal::KernelDesc>& attention,
-                                       std::span<const std::int64_t> tokens_per_rank) const {
-  hal::Graph layer("moe_layer");
-  std::vector<hal::KernelDesc> ks;
-  const std::int64_t n = batch.tokens();
-  for (const hal::KernelDesc& k : attention) layer.add(k);
-  add_all_reduce(layer, "attn.all_reduce", n);
-  kernels_.moe_gate_and_shared(n, ks);
-  add_kernels(layer, ks);
-  if (opts_.ep_group) {
-    const EpRouting& routing = ep_routing(tokens_per_rank);
-    add_all_to_all(layer, hal::AllToAllRole::moe_dispatch, "moe.dispatch", routing.dispatch_row);
-    kernels_.routed_experts(routing.expert_tokens, opts_.local_experts, ks);
-    add_kernels(layer, ks);
-    add_all_to_all(layer, hal::AllToAllRole::moe_combine, "moe.combine", routing.combine_row);
-    add_all_reduce(layer, "moe.all_reduce", n);
+std::shared_ptr<const hal::Graph> StepGraphBuilder::moe_layer(std::int64_t n, const hal::SharedKernels& attention,
+                                                              std::span<const std::int64_t> tokens_per_rank) const {
+  const EpRouting* routing = opts_.ep_group ? &ep_routing(tokens_per_rank) : nullptr;
+  std::int64_t expert_tokens = 0;
+  std::int64_t local_experts = opts_.local_experts;
+  if (routing != nullptr) {
+    expert_tokens = routing->expert_tokens;
   } else {
     // Without EP each rank holds 1/tp of every expert: the FLOPs and weight bytes of 1/tp of the
     // experts over all of the batch's token copies.
     const std::int64_t tp = opts_.tp_group ? static_cast<std::int64_t>(opts_.tp_group->members().size()) : 1;
-    kernels_.routed_experts((n * kernels_.model().num_experts_per_tok + tp - 1) / tp, opts_.local_experts / tp, ks);
-    add_kernels(layer, ks);
-    add_all_reduce(layer, "moe.all_reduce", n);
+    expert_tokens = (n * kernels_.model().num_experts_per_tok + tp - 1) / tp;
+    local_experts /= tp;
   }
-  return layer;
+  const auto& gate_and_shared =
+      kept(gate_and_shared_, n, 0, [&](auto& out) { kernels_.moe_gate_and_shared(n, out); });
+  const auto& experts = kept(experts_, expert_tokens, local_experts,
+                             [&](auto& out) { kernels_.routed_experts(expert_tokens, local_experts, out); });
+
+  hal::Graph& layer = body(moe_body_, "moe_layer");
+  layer.reserve(7);  // three kernel lists and at most four collectives
+  add_list(layer, attention);
+  add_all_reduce(layer, attn_all_reduce_, n);
+  add_list(layer, gate_and_shared);
+  if (routing != nullptr) layer.add(hal::CollectiveCall{opts_.ep_group, opts_.rank, routing->dispatch});
+  add_list(layer, experts);
+  if (routing != nullptr) layer.add(hal::CollectiveCall{opts_.ep_group, opts_.rank, routing->combine});
+  add_all_reduce(layer, moe_all_reduce_, n);
+  return moe_body_;
+}
+
+void StepGraphBuilder::add_head(hal::Graph& g, const RankBatch& batch) const {
+  const std::int64_t sampled = batch.sampled_tokens();
+  add_list(g, kept(head_, sampled, 0, [&](auto& out) { kernels_.head(sampled, out); }));
 }
 
 hal::Graph StepGraphBuilder::build(const RankBatch& batch, std::span<const std::int64_t> tokens_per_rank) const {
   const ModelProfile& m = kernels_.model();
-  hal::Graph g = build_layers(batch, tokens_per_rank, 0, m.num_hidden_layers, true);
+  const hal::SharedKernels attention = attention_kernels(batch);
+  hal::Graph g = main_layers(batch, attention, tokens_per_rank, 0, m.num_hidden_layers, true);
   if (opts_.mtp && m.num_nextn_predict_layers > 0) {
     // The MTP module is one more MoE decoder layer over the batch, then its own head.
-    std::vector<hal::KernelDesc> attention, ks;
-    kernels_.attention(batch, attention);
-    g.add_repeat(moe_layer(batch, attention, tokens_per_rank), static_cast<std::size_t>(m.num_nextn_predict_layers));
-    kernels_.head(batch.sampled_tokens(), ks);
-    add_kernels(g, ks);
+    g.add_repeat(moe_layer(batch.tokens(), attention, tokens_per_rank),
+                 static_cast<std::size_t>(m.num_nextn_predict_layers));
+    add_head(g, batch);
   }
   return g;
 }
 
 hal::Graph StepGraphBuilder::build_layers(const RankBatch& batch, std::span<const std::int64_t> tokens_per_rank,
                                           std::int64_t first_layer, std::int64_t end_layer, bool with_head) const {
+  return main_layers(batch, attention_kernels(batch), tokens_per_rank, first_layer, end_layer, with_head);
+}
+
+hal::Graph StepGraphBuilder::main_layers(const RankBatch& batch, const hal::SharedKernels& attention,
+                                         std::span<const std::int64_t> tokens_per_rank, std::int64_t first_layer,
+                                         std::int64_t end_layer, bool with_head) const {
   const ModelProfile& m = kernels_.model();
   if (first_layer < 0 || end_layer > m.num_hidden_layers || first_layer > end_layer) {
     throw std::invalid_argument("step graph: layers [" + std::to_string(first_layer) + ", " + std::to_string(end_layer) +
@@ -103,25 +173,21 @@ hal::Graph StepGraphBuilder::build_layers(const RankBatch& batch, std::span<cons
     throw std::invalid_argument("step graph: tokens_per_rank has no entry for rank " + std::to_string(opts_.rank));
   }
   hal::Graph g("step");
-  std::vector<hal::KernelDesc> attention, ks;
-  kernels_.attention(batch, attention);
+  g.reserve(5);  // the dense and MoE repeats, the head, and the MTP repeat and its head after them
   const std::int64_t n = batch.tokens();
   const std::int64_t dense = std::max<std::int64_t>(0, std::min(end_layer, m.first_k_dense_replace) - first_layer);
   if (dense > 0 && n > 0) {
-    hal::Graph layer("dense_layer");
-    for (const hal::KernelDesc& k : attention) layer.add(k);
-    add_all_reduce(layer, "attn.all_reduce", n);
-    kernels_.dense_ffn(n, ks);
-    add_kernels(layer, ks);
-    add_all_reduce(layer, "ffn.all_reduce", n);
-    g.add_repeat(std::move(layer), static_cast<std::size_t>(dense));
+    hal::Graph& layer = body(dense_body_, "dense_layer");
+    layer.reserve(4);  // attention, FFN and their all-reduces
+    add_list(layer, attention);
+    add_all_reduce(layer, attn_all_reduce_, n);
+    add_list(layer, kept(ffn_, n, 0, [&](auto& out) { kernels_.dense_ffn(n, out); }));
+    add_all_reduce(layer, ffn_all_reduce_, n);
+    g.add_repeat(dense_body_, static_cast<std::size_t>(dense));
   }
   const std::int64_t moe = end_layer - std::max(first_layer, m.first_k_dense_replace);
-  if (moe > 0) g.add_repeat(moe_layer(batch, attention, tokens_per_rank), static_cast<std::size_t>(moe));
-  if (with_head) {
-    kernels_.head(batch.sampled_tokens(), ks);
-    add_kernels(g, ks);
-  }
+  if (moe > 0) g.add_repeat(moe_layer(n, attention, tokens_per_rank), static_cast<std::size_t>(moe));
+  if (with_head) add_head(g, batch);
   return g;
 }
 

@@ -39,28 +39,53 @@ class StepGraphBuilder {
 
  private:
   // This rank's part of the EP routing for one set of token counts and rank shares: decode steps
-  // repeat the same counts, so it is kept and reused while both stay the same.
+  // repeat the same counts, so it is kept and reused (the ops shared by every graph) while both stay
+  // the same, and brought up to date where only some counts change.
   struct EpRouting {
     std::vector<std::int64_t> tokens_per_rank;
     std::vector<double> shares;
-    std::vector<std::uint64_t> dispatch_row;
-    std::vector<std::uint64_t> combine_row;
+    std::shared_ptr<const hal::CollectiveOp> dispatch;
+    std::shared_ptr<const hal::CollectiveOp> combine;
     std::int64_t expert_tokens = 0;
   };
+  // One all-reduce of a layer (attention, dense FFN, MoE), kept while its size stays the same.
+  struct AllReduce {
+    const char* name;
+    std::shared_ptr<const hal::CollectiveOp> op;
+  };
+  // A kernel list kept, and shared by every graph, while the two counts it was made for stay the same.
+  struct KeptKernels {
+    std::int64_t first = 0;
+    std::int64_t second = 0;
+    hal::SharedKernels kernels;  // null: none yet
+  };
   const EpRouting& ep_routing(std::span<const std::int64_t> tokens_per_rank) const;
-  void add_kernels(hal::Graph& g, std::vector<hal::KernelDesc>& ks) const;
-  void add_all_reduce(hal::Graph& g, const char* name, std::int64_t tokens) const;
-  void add_all_to_all(hal::Graph& g, hal::AllToAllRole role, const char* name,
-                      const std::vector<std::uint64_t>& send_bytes) const;
-  // `attention`: the layer's attention kernels for the batch (the same in every layer).
-  hal::Graph moe_layer(const RankBatch& batch, const std::vector<hal::KernelDesc>& attention,
-                       std::span<const std::int64_t> tokens_per_rank) const;
+  template <typename Fill>
+  const hal::SharedKernels& kept(KeptKernels& k, std::int64_t first, std::int64_t second, Fill&& fill) const;
+  // The batch's attention kernels (the same in every layer).
+  hal::SharedKernels attention_kernels(const RankBatch& batch) const;
+  void add_all_reduce(hal::Graph& g, AllReduce& all_reduce, std::int64_t tokens) const;
+  hal::Graph main_layers(const RankBatch& batch, const hal::SharedKernels& attention,
+                         std::span<const std::int64_t> tokens_per_rank, std::int64_t first_layer,
+                         std::int64_t end_layer, bool with_head) const;
+  // A layer body to fill: the last build's when no graph holds it any more (its room for nodes kept).
+  hal::Graph& body(std::shared_ptr<hal::Graph>& kept, const char* name) const;
+  // One MoE layer over this rank's batch of `n` tokens.
+  std::shared_ptr<const hal::Graph> moe_layer(std::int64_t n, const hal::SharedKernels& attention,
+                                              std::span<const std::int64_t> tokens_per_rank) const;
+  void add_head(hal::Graph& g, const RankBatch& batch) const;
 
   const LayerKernels& kernels_;
   const MoeTraffic* traffic_;
   StepGraphOptions opts_;
   mutable EpRouting routing_;
   mutable bool routing_valid_ = false;
+  mutable AllReduce attn_all_reduce_{"attn.all_reduce", nullptr};
+  mutable AllReduce ffn_all_reduce_{"ffn.all_reduce", nullptr};
+  mutable AllReduce moe_all_reduce_{"moe.all_reduce", nullptr};
+  mutable KeptKernels ffn_, gate_and_shared_, experts_, head_;
+  mutable std::shared_ptr<hal::Graph> dense_body_, moe_body_;
+  mutable std::size_t attention_size_ = 0;  // the last batch's, to size the next list
 };
 
 }  // namespace nvl::engine

@@ -29,11 +29,21 @@ class Device {
   virtual Stream& create_stream(const std::string& name, double sm_fraction = 1.0) = 0;
   virtual std::shared_ptr<GpuEvent> create_event(const std::string& name) = 0;
   // Prices and checks the graph once for this device; throws HalError for work the device cannot do.
-  virtual std::shared_ptr<const GraphExec> instantiate(const Graph& graph) = 0;
+  virtual std::shared_ptr<GraphExec> instantiate(const Graph& graph) = 0;
+  // As cudaGraphExecUpdate: later launches of `exec` run `graph`, launches already queued run what
+  // they were launched with; true when done. False when the device cannot update it in place (a CUDA
+  // device cannot when the topology changed): `exec` is as it was and `graph` needs instantiating.
+  // Throws as instantiate does, leaving `exec` as it was; an exec of another device is
+  // std::invalid_argument.
+  virtual bool update(GraphExec& exec, const Graph& graph) = 0;
 
   // Returns a device that needs a reset to healthy; whatever was queued has already failed. Allocations
   // survive (contents are not modelled). A lost device throws HalError (Xid 79).
   virtual void reset() = 0;
 };
+
+// `exec` made to run `graph`: updated in place where the device can, otherwise (or while null)
+// instantiated anew. For a graph built afresh every step, as a step's graph is: returns `exec`.
+const std::shared_ptr<GraphExec>& refresh(Device& device, std::shared_ptr<GraphExec>& exec, const Graph& graph);
 
 }  // namespace nvl::hal

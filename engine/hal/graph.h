@@ -12,11 +12,26 @@
 
 namespace nvl::hal {
 
-// A collective inside a graph: this device takes part as member `rank` of `group`.
+// A collective inside a graph: this device takes part as member `rank` of `group`. The op is shared
+// (never null), not copied: a step's calls are the same step after step, and an instantiated graph
+// runs each call of a repeated body more than once.
 struct CollectiveCall {
+  CollectiveCall(std::shared_ptr<CommGroup> in, int member, CollectiveOp part)
+      : group(std::move(in)), rank(member), op(std::make_shared<const CollectiveOp>(std::move(part))) {}
+  CollectiveCall(std::shared_ptr<CommGroup> in, int member, std::shared_ptr<const CollectiveOp> part)
+      : group(std::move(in)), rank(member), op(std::move(part)) {}
+
   std::shared_ptr<CommGroup> group;
   int rank = 0;
-  CollectiveOp op;
+  std::shared_ptr<const CollectiveOp> op;
+};
+
+// Kernels run back to back, shared rather than copied: a layer's attention kernels go into every
+// layer body, and a step's gate, expert and head kernels are the same step after step while the token
+// counts are. Immutable; a device may remember what it priced for one list while the list lives.
+using SharedKernels = std::shared_ptr<const std::vector<KernelDesc>>;
+struct KernelsNode {
+  SharedKernels kernels;
 };
 
 class Graph;
@@ -28,17 +43,27 @@ struct RepeatNode {
   std::size_t times = 1;
 };
 
-using GraphNode = std::variant<KernelDesc, CollectiveCall, RepeatNode>;
+using GraphNode = std::variant<KernelDesc, CollectiveCall, KernelsNode, RepeatNode>;
 
 class Graph {
  public:
   explicit Graph(std::string name) : name_(std::move(name)) {}
 
-  Graph& add(KernelDesc kernel);
-  // A null group or a rank outside it throws std::invalid_argument.
-  Graph& add(CollectiveCall call);
+  // Room for `nodes` top-level nodes, so that adding them never moves the ones already added.
+  void reserve(std::size_t nodes) { nodes_.reserve(nodes); }
+  Graph& add(const KernelDesc& kernel);
+  Graph& add(KernelDesc&& kernel);
+  // As adding each of `kernels` in order; a null list throws std::invalid_argument.
+  Graph& add(SharedKernels kernels);
+  // A null group or op, or a rank outside the group, throws std::invalid_argument.
+  Graph& add(const CollectiveCall& call);
+  Graph& add(CollectiveCall&& call);
   // `body` run `times` (>= 1) times; bodies do not nest (std::invalid_argument).
   Graph& add_repeat(Graph body, std::size_t times);
+  // As above with a body other graphs may share (not null); it must not change while they hold it.
+  Graph& add_repeat(std::shared_ptr<const Graph> body, std::size_t times);
+  // Empties the graph to build it again, keeping its name and its room for nodes.
+  void clear();
 
   const std::string& name() const { return name_; }
   const std::vector<GraphNode>& nodes() const { return nodes_; }
@@ -47,6 +72,8 @@ class Graph {
   std::size_t collective_count() const { return collectives_; }
 
  private:
+  void check(const CollectiveCall& call) const;
+
   std::string name_;
   std::vector<GraphNode> nodes_;
   std::size_t kernels_ = 0;

@@ -235,8 +235,8 @@ void NormalWorkerGroup::launch_two_batches() {
     // Both micro-batches start after the step's KV loads (issued on the first stream).
     r.stream->record(*r.copies_done);
     r.stream_b->wait(*r.copies_done);
-    r.stream->launch(r.device->instantiate(r.builder->build(micro[i][0], tokens_a_)));
-    r.stream_b->launch(r.device->instantiate(r.builder_b->build(micro[i][1], tokens_b_)));
+    r.stream->launch(hal::refresh(*r.device, r.exec, r.builder->build(micro[i][0], tokens_a_)));
+    r.stream_b->launch(hal::refresh(*r.device, r.exec_b, r.builder_b->build(micro[i][1], tokens_b_)));
   }
 }
 

@@ -133,6 +133,9 @@ class NormalWorkerGroup {
     std::unique_ptr<StepGraphBuilder> builder;
     hal::Stream* stream_b = nullptr;  // two-batch overlap: the second micro-batch's stream and builder
     std::unique_ptr<StepGraphBuilder> builder_b;
+    // Each stream's step exec, updated to every step's graph rather than instantiated anew.
+    std::shared_ptr<hal::GraphExec> exec;
+    std::shared_ptr<hal::GraphExec> exec_b;
     std::shared_ptr<hal::GpuEvent> copies_done;
     StepPlan plan;
     RankBatch batch;

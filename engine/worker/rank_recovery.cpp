@@ -31,7 +31,7 @@ bool NormalWorkerGroup::run_step() {
     try {
       if (r.reload_bytes > 0) reload_experts(r, rank);
       issue_kv_copies(r);
-      if (!tbo) r.stream->launch(r.device->instantiate(r.builder->build(r.batch, tokens_)));
+      if (!tbo) r.stream->launch(hal::refresh(*r.device, r.exec, r.builder->build(r.batch, tokens_)));
     } catch (const hal::HalError& e) {
       failed(rank, e);
     }

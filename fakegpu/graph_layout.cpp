@@ -1,0 +1,159 @@
+#include "fakegpu/graph_layout.h"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+namespace nvl::fakegpu {
+
+namespace {
+// Iterations of a repeated body that a layout holds in full (the rest are waited, see the header).
+std::size_t exact_iterations(const hal::RepeatNode& r) {
+  return r.body->collective_count() == 0 || r.times <= 2 ? r.times : 2;
+}
+}  // namespace
+
+void GraphLayout::assign(const hal::Graph& graph, const CostModel& model, const DeviceProfile& profile,
+                         hal::DeviceId device, KernelListCosts& lists) {
+  costs_.clear();
+  segments_.clear();
+  calls_kept_ = 0;
+  device_ = device;
+  if (graph.name() != name_ || launch_name_.empty()) {
+    name_ = graph.name();
+    launch_name_ = "graph '" + name_ + "'";
+  }
+  // Sized up front, so that building never moves what segments point to: one segment per collective
+  // laid out, and the last; one cost per kernel laid out and the launch overhead; each call once.
+  std::size_t segments = 1;
+  std::size_t costs = 1;
+  std::size_t calls = 0;
+  for (const hal::GraphNode& node : graph.nodes()) {
+    if (std::holds_alternative<hal::KernelDesc>(node)) ++costs;
+    if (const auto* k = std::get_if<hal::KernelsNode>(&node)) costs += k->kernels->size();
+    if (std::holds_alternative<hal::CollectiveCall>(node)) {
+      ++segments;
+      ++calls;
+    }
+    if (const auto* r = std::get_if<hal::RepeatNode>(&node)) {
+      segments += r->body->collective_count() * exact_iterations(*r);
+      costs += r->body->kernel_count() * exact_iterations(*r);
+      calls += r->body->collective_count();
+    }
+  }
+  segments_.reserve(segments);
+  costs_.reserve(costs);
+  calls_.reserve(calls);
+  segments_.emplace_back();
+  costs_.push_back(KernelCost{0, 0, static_cast<double>(profile.graph_launch.ns())});
+  const Pricing pricing{model, profile, lists};
+  for (const hal::GraphNode& node : graph.nodes()) append(node, pricing);
+  segments_.back().end_kernel = costs_.size();
+  calls_.erase(calls_.begin() + static_cast<std::ptrdiff_t>(calls_kept_), calls_.end());
+}
+
+void GraphLayout::append(const hal::GraphNode& node, const Pricing& pricing) {
+  if (const auto* k = std::get_if<hal::KernelDesc>(&node)) {
+    costs_.push_back(pricing.model.cost(*k, pricing.profile.graph_node));
+  } else if (const auto* list = std::get_if<hal::KernelsNode>(&node)) {
+    append_kernels(list->kernels, pricing);
+  } else if (const auto* r = std::get_if<hal::RepeatNode>(&node)) {
+    append_repeat(*r, pricing);
+  } else {
+    append_collective(keep(std::get<hal::CollectiveCall>(node)));
+  }
+}
+
+void GraphLayout::append_kernels(const hal::SharedKernels& kernels, const Pricing& pricing) {
+  const auto priced = pricing.lists.costs(kernels);
+  costs_.insert(costs_.end(), priced.begin(), priced.end());
+}
+
+const hal::CollectiveCall& GraphLayout::keep(const hal::CollectiveCall& call) {
+  const auto& members = call.group->members();
+  if (members[static_cast<std::size_t>(call.rank)] != device_) {
+    throw std::invalid_argument("graph '" + name_ + "': collective '" + call.op->name + "' names rank " +
+                                std::to_string(call.rank) + " of group '" + call.group->name() + "', which is device " +
+                                std::to_string(members[static_cast<std::size_t>(call.rank)]) + ", not device " +
+                                std::to_string(device_));
+  }
+  if (calls_kept_ == calls_.size()) {
+    calls_.push_back(call);
+  } else {
+    // Copying a shared pointer onto itself still counts references: a step's calls mostly are the last one's.
+    hal::CollectiveCall& kept = calls_[calls_kept_];
+    if (kept.group != call.group) kept.group = call.group;
+    if (kept.op != call.op) kept.op = call.op;
+    kept.rank = call.rank;
+  }
+  return calls_[calls_kept_++];
+}
+
+void GraphLayout::append_collective(const hal::CollectiveCall& kept) {
+  Segment& s = segments_.back();
+  s.end_kernel = costs_.size();
+  s.collective = &kept;
+  segments_.emplace_back().first_kernel = costs_.size();
+}
+
+void GraphLayout::append_iteration(const hal::Graph& body, std::size_t first_cost, std::size_t first_call) {
+  // The first iteration's kernels between two collectives are copied at once (they lie before the end).
+  std::size_t run = 0;
+  const auto copy_run = [&] {
+    const std::size_t end = costs_.size();
+    costs_.resize(end + run);
+    std::copy_n(costs_.begin() + static_cast<std::ptrdiff_t>(first_cost), run,
+                costs_.begin() + static_cast<std::ptrdiff_t>(end));
+    first_cost += run;
+    run = 0;
+  };
+  for (const hal::GraphNode& node : body.nodes()) {
+    if (std::holds_alternative<hal::CollectiveCall>(node)) {
+      copy_run();
+      append_collective(calls_[first_call++]);
+    } else if (const auto* list = std::get_if<hal::KernelsNode>(&node)) {
+      run += list->kernels->size();
+    } else {
+      ++run;
+    }
+  }
+  copy_run();
+}
+
+void GraphLayout::append_repeat(const hal::RepeatNode& repeat, const Pricing& pricing) {
+  const hal::Graph& body = *repeat.body;
+  const std::size_t first_cost = costs_.size();
+  const std::size_t first_call = calls_kept_;
+  for (const auto& node : body.nodes()) append(node, pricing);
+  const std::size_t iterations = exact_iterations(repeat);
+  if (iterations == repeat.times) {
+    for (std::size_t i = 1; i < iterations; ++i) append_iteration(body, first_cost, first_call);
+    return;
+  }
+  const std::size_t first_end = segments_.size() - 2;  // the segment of iteration 1's last collective
+  append_iteration(body, first_cost, first_call);
+  const std::size_t second_end = segments_.size() - 2;
+  segments_[first_end].period_start = true;
+  segments_[second_end].tail_iterations = repeat.times - 2;
+  segments_[second_end].period_from = first_end;
+}
+
+rt::Duration GraphLayout::compute_time() const {
+  std::vector<double> segment_ns;
+  double ns = 0;
+  for (const Segment& s : segments_) {
+    double here = 0;
+    for (const KernelCost& c : kernels(s)) here += price_ns(c, RunShares{});
+    segment_ns.push_back(here);
+    ns += here;
+    if (s.tail_iterations > 0) {
+      // The waited periods repeat the kernels of the segments after the period's start up to this one.
+      double period = 0;
+      for (std::size_t i = s.period_from + 1; i < segment_ns.size(); ++i) period += segment_ns[i];
+      ns += static_cast<double>(s.tail_iterations) * period;
+    }
+  }
+  return rt::Duration::nanoseconds(std::llround(ns));
+}
+
+}  // namespace nvl::fakegpu

@@ -1,0 +1,80 @@
+#pragma once
+// What one launch of an instantiated graph runs on an emulated device: the graph's kernels priced
+// and cut into segments at each collective. A launch costs one event per segment (plus the
+// collectives), not one per kernel: segment i runs its kernels as one compute job, then hands
+// collective i to its group and waits for it (so the slowest member holds back the whole group, as
+// on hardware).
+// A repeated body with collectives (the identical layers of a model) runs its first two iterations
+// exactly and the rest as one wait of (times - 2) periods, the period being the second iteration's
+// length: after its first collective every member is aligned, so the second iteration is what each
+// later one takes. This keeps a 75-layer MoE step at a handful of events per rank.
+#include <span>
+#include <string>
+#include <vector>
+
+#include "engine/hal/graph.h"
+#include "fakegpu/compute_engine.h"
+#include "fakegpu/cost_model.h"
+#include "fakegpu/kernel_list_costs.h"
+
+namespace nvl::fakegpu {
+
+class GraphLayout {
+ public:
+  struct Segment {
+    std::size_t first_kernel = 0;  // [first_kernel, end_kernel) of kernels()
+    std::size_t end_kernel = 0;
+    const hal::CollectiveCall* collective = nullptr;  // run after the kernels (the layout holds it)
+    mutable PriceCache cache;
+    bool period_start = false;        // the stream notes when this segment's collective completes
+    std::size_t tail_iterations = 0;  // after this segment's collective: wait this many periods
+    std::size_t period_from = 0;      // the segment whose completion started the period
+  };
+
+  // Lays `graph` out for `device`, reusing this layout's storage; what was laid out before is gone
+  // (also when this throws). Shared kernel lists are priced through `lists`. Throws HalError for a
+  // dtype the device lacks; std::invalid_argument for a collective whose group does not hold this
+  // device at the given rank.
+  void assign(const hal::Graph& graph, const CostModel& model, const DeviceProfile& profile, hal::DeviceId device,
+              KernelListCosts& lists);
+
+  const std::string& name() const { return name_; }
+  // How a stream names a launch of it: graph '<name>'.
+  const std::string& launch_name() const { return launch_name_; }
+  const std::vector<Segment>& segments() const { return segments_; }
+  // A segment's kernels in order; the first segment's starts with the graph-launch overhead.
+  std::span<const KernelCost> kernels(const Segment& s) const {
+    return std::span<const KernelCost>(costs_).subspan(s.first_kernel, s.end_kernel - s.first_kernel);
+  }
+  // Alone on the device at nominal clock, collectives excluded.
+  rt::Duration compute_time() const;
+
+ private:
+  // What assign() prices with.
+  struct Pricing {
+    const CostModel& model;
+    const DeviceProfile& profile;
+    KernelListCosts& lists;
+  };
+  void append(const hal::GraphNode& node, const Pricing& pricing);
+  void append_kernels(const hal::SharedKernels& kernels, const Pricing& pricing);
+  // The call as this layout keeps it (unchanged shared parts are not reassigned).
+  const hal::CollectiveCall& keep(const hal::CollectiveCall& call);
+  void append_collective(const hal::CollectiveCall& kept);
+  void append_repeat(const hal::RepeatNode& repeat, const Pricing& pricing);
+  // Iterations after the first of a repeated body: its kernels cost what they did in the first one
+  // (priced from `first_cost` on) and its calls are the first one's (kept from `first_call` on), so
+  // they are copied rather than priced or kept again.
+  void append_iteration(const hal::Graph& body, std::size_t first_cost, std::size_t first_call);
+
+  std::string name_;
+  std::string launch_name_;
+  hal::DeviceId device_ = 0;
+  std::vector<KernelCost> costs_;  // every segment's kernels, back to back
+  std::vector<Segment> segments_;
+  // Each collective call of the graph once (a repeated body's calls serve each of its iterations).
+  std::vector<hal::CollectiveCall> calls_;
+  std::size_t calls_kept_ = 0;
+};
+
+}  // namespace nvl::fakegpu
