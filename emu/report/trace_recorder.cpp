@@ -1,6 +1,6 @@
 #include "emu/report/trace_recorder.h"
 
-#include <iomanip>
+#include <charconv>
 #include <ostream>
 
 #include <nlohmann/json.hpp>
@@ -21,7 +21,7 @@ TraceRecorder::TraceRecorder(TraceOptions opts)
       end_(rt::Time::zero() + rt::from_seconds(opts.start_s + opts.window_s)) {}
 
 int TraceRecorder::intern(std::string_view s) {
-  const auto it = string_ids_.find(std::string(s));
+  const auto it = string_ids_.find(s);
   if (it != string_ids_.end()) return it->second;
   strings_.emplace_back(s);
   const int id = static_cast<int>(strings_.size() - 1);
@@ -30,7 +30,7 @@ int TraceRecorder::intern(std::string_view s) {
 }
 
 int TraceRecorder::process(std::string_view name) {
-  const auto it = process_ids_.find(std::string(name));
+  const auto it = process_ids_.find(name);
   if (it != process_ids_.end()) return it->second;
   process_names_.push_back(intern(name));
   const int pid = static_cast<int>(process_names_.size());
@@ -39,12 +39,12 @@ int TraceRecorder::process(std::string_view name) {
 }
 
 int TraceRecorder::thread(int process, std::string_view name) {
-  const std::string key = std::to_string(process) + "/" + std::string(name);
-  const auto it = thread_ids_.find(key);
-  if (it != thread_ids_.end()) return it->second;
+  NameIds& ids = thread_ids_[process];
+  const auto it = ids.find(name);
+  if (it != ids.end()) return it->second;
   thread_names_.emplace_back(process, intern(name));
   const int tid = static_cast<int>(thread_names_.size());
-  thread_ids_.emplace(key, tid);
+  ids.emplace(std::string(name), tid);
   return tid;
 }
 
@@ -80,54 +80,92 @@ TraceSummary TraceRecorder::summary() const {
 }
 
 void TraceRecorder::write(std::ostream& out) const {
-  const auto flags = out.flags();
-  const auto precision = out.precision();
-  out << std::fixed << std::setprecision(3);  // microseconds to the nanosecond
-  out << "{\"traceEvents\": [\n";
+  // Formatted into a buffer with std::to_chars (the output of printf's "%.3f", as the stream's
+  // std::fixed with precision 3 gave) and each name quoted once: a trace holds up to max_events events.
+  std::vector<std::string> quoted_strings;
+  quoted_strings.reserve(strings_.size());
+  for (const std::string& s : strings_) quoted_strings.push_back(quoted(s));
+  std::string buf;
+  constexpr std::size_t kFlushBytes = 1 << 20;
+  buf.reserve(kFlushBytes + 4096);
+  const auto append_number = [&buf](auto value, auto... format) {
+    char digits[64];
+    const auto r = std::to_chars(digits, digits + sizeof digits, value, format...);
+    buf.append(digits, r.ptr);
+  };
+  const auto append_us = [&](std::int64_t ns) {
+    append_number(static_cast<double>(ns) / kNsPerUs, std::chars_format::fixed, 3);  // microseconds to the ns
+  };
+  const auto quoted_name = [&](int id) -> const std::string& { return quoted_strings[static_cast<std::size_t>(id)]; };
+
+  buf += "{\"traceEvents\": [\n";
   bool first = true;
   const auto sep = [&] {
-    out << (first ? "" : ",\n");
+    if (!first) buf += ",\n";
     first = false;
+    if (buf.size() >= kFlushBytes) {
+      out.write(buf.data(), static_cast<std::streamsize>(buf.size()));
+      buf.clear();
+    }
   };
   for (std::size_t p = 0; p < process_names_.size(); ++p) {
     sep();
-    out << R"({"ph": "M", "name": "process_name", "pid": )" << p + 1 << R"(, "args": {"name": )"
-        << quoted(strings_[static_cast<std::size_t>(process_names_[p])]) << "}}";
+    buf += R"({"ph": "M", "name": "process_name", "pid": )";
+    append_number(p + 1);
+    buf += R"(, "args": {"name": )";
+    buf += quoted_name(process_names_[p]);
+    buf += "}}";
   }
   for (std::size_t t = 0; t < thread_names_.size(); ++t) {
     sep();
-    out << R"({"ph": "M", "name": "thread_name", "pid": )" << thread_names_[t].first << R"(, "tid": )" << t + 1
-        << R"(, "args": {"name": )" << quoted(strings_[static_cast<std::size_t>(thread_names_[t].second)]) << "}}";
+    buf += R"({"ph": "M", "name": "thread_name", "pid": )";
+    append_number(thread_names_[t].first);
+    buf += R"(, "tid": )";
+    append_number(t + 1);
+    buf += R"(, "args": {"name": )";
+    buf += quoted_name(thread_names_[t].second);
+    buf += "}}";
   }
   for (const Event& e : events_) {
     sep();
-    const std::string& name = strings_[static_cast<std::size_t>(e.name)];
-    out << R"({"ph": ")" << e.phase << R"(", "pid": )" << e.process << R"(, "tid": )" << e.thread
-        << R"(, "name": )" << quoted(name) << R"(, "ts": )" << static_cast<double>(e.ts_ns) / kNsPerUs;
+    buf += R"({"ph": ")";
+    buf += e.phase;
+    buf += R"(", "pid": )";
+    append_number(e.process);
+    buf += R"(, "tid": )";
+    append_number(e.thread);
+    buf += R"(, "name": )";
+    buf += quoted_name(e.name);
+    buf += R"(, "ts": )";
+    append_us(e.ts_ns);
     switch (e.phase) {
       case 'X':
-        out << R"(, "dur": )" << static_cast<double>(e.dur_ns) / kNsPerUs;
+        buf += R"(, "dur": )";
+        append_us(e.dur_ns);
         break;
       case 'i':
-        out << R"(, "s": "g", "args": {"detail": )" << quoted(strings_[static_cast<std::size_t>(e.detail)]) << "}";
+        buf += R"(, "s": "g", "args": {"detail": )";
+        buf += quoted_name(e.detail);
+        buf += "}";
         break;
       default:
-        out << R"(, "args": {"value": )" << e.value << "}";
+        buf += R"(, "args": {"value": )";
+        append_number(e.value, std::chars_format::fixed, 3);
+        buf += "}";
         break;
     }
-    out << "}";
+    buf += "}";
   }
   const TraceSummary s = summary();
-  out << "\n], \"displayTimeUnit\": \"ms\", \"otherData\": "
-      << nlohmann::json{{"events", s.events},
+  buf += "\n], \"displayTimeUnit\": \"ms\", \"otherData\": ";
+  buf += nlohmann::json{{"events", s.events},
                         {"outside_window", s.outside_window},
                         {"over_cap", s.over_cap},
                         {"window_start_s", s.window_start_s},
                         {"window_end_s", s.window_end_s}}
-             .dump()
-      << "}\n";
-  out.flags(flags);
-  out.precision(precision);
+             .dump();
+  buf += "}\n";
+  out.write(buf.data(), static_cast<std::streamsize>(buf.size()));
 }
 
 }  // namespace nvl::emu

@@ -5,6 +5,7 @@
 // counters for link utilisation. Bounded: only events starting inside the window [start_s, start_s +
 // window_s) of simulated time are kept, at most max_events of them; summary() says what was cut.
 #include <cstdint>
+#include <functional>
 #include <iosfwd>
 #include <string>
 #include <string_view>
@@ -60,6 +61,13 @@ class TraceRecorder {
     std::int64_t dur_ns;
     double value;
   };
+  // Names are looked up by string_view without building a std::string: spans arrive by the thousand.
+  struct NameHash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  using NameIds = std::unordered_map<std::string, int, NameHash, std::equal_to<>>;
+
   bool admit(rt::Time t);
   int intern(std::string_view s);
 
@@ -68,11 +76,11 @@ class TraceRecorder {
   rt::Time end_;
   std::vector<Event> events_;
   std::vector<std::string> strings_;
-  std::unordered_map<std::string, int> string_ids_;
+  NameIds string_ids_;
   std::vector<int> process_names_;                      // pid -> interned name
-  std::unordered_map<std::string, int> process_ids_;
+  NameIds process_ids_;
   std::vector<std::pair<int, int>> thread_names_;       // (pid, interned name); tid = index + 1
-  std::unordered_map<std::string, int> thread_ids_;     // "pid/name" -> tid
+  std::unordered_map<int, NameIds> thread_ids_;         // pid -> name -> tid
   std::uint64_t outside_window_ = 0;
   std::uint64_t over_cap_ = 0;
 };

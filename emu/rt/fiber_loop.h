@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "emu/rt/event_heap.h"
 #include "emu/rt/fiber_state.h"
 #include "emu/rt/runtime.h"
 
@@ -71,12 +72,6 @@ class FiberLoop : public Runtime {
     SlotKind kind = SlotKind::callback;
     bool live = false;
   };
-  struct HeapEntry {
-    std::int64_t t;
-    Priority prio;
-    std::uint64_t seq;
-    std::uint32_t slot;
-  };
 
   void join_fiber(const detail::FiberState& f) override;
   bool cancel_timer(std::uint32_t slot, std::uint32_t gen) override;
@@ -101,7 +96,7 @@ class FiberLoop : public Runtime {
 
   LoopOptions opts_;
   LoopAlgorithm* algo_ = nullptr;  // owned by Boost.Fiber's scheduler
-  std::vector<HeapEntry> heap_;
+  detail::EventHeap heap_;
   std::vector<Slot> slots_;
   std::vector<std::uint32_t> free_slots_;
   std::uint64_t seq_ = 0;

@@ -1,6 +1,7 @@
 #pragma once
 // A weighted mixture of lognormals, sampled by its inverse CDF (bisection on the mixture CDF), so a
-// stratified uniform reproduces the fitted quantiles closely.
+// stratified uniform reproduces the fitted quantiles closely. A generated workload draws tens of
+// thousands of quantiles, so the parts of the bisection that do not depend on u are computed once.
 #include <string>
 #include <vector>
 
@@ -24,7 +25,15 @@ class LognormalMixture {
   double cdf(double x) const;
 
  private:
+  // The first levels of the bisection tree are the same for every u: their midpoints' CDF values are
+  // tabulated, in heap order (node n's children: 2n+1 when u lies above its midpoint's CDF, else 2n+2).
+  static constexpr int kTabulatedLevels = 12;
+  void tabulate(double lo, double hi, std::size_t node, int level);
+
   std::vector<Component> components_;
+  double log_lo_ = 0;  // the bisection's range in log space: the components' extreme quantiles
+  double log_hi_ = 0;
+  std::vector<double> node_cdf_;
 };
 
 }  // namespace nvl::emu

@@ -54,8 +54,9 @@ void KvBlockPool::lru_unlink(BlockId b) {
 
 std::int64_t KvBlockPool::match_length(std::span<const BlockHash> hashes) const {
   std::int64_t n = 0;
-  for (BlockHash h : hashes) {
-    if (!by_hash_.contains(h)) break;
+  for (std::size_t i = 0; i < hashes.size(); ++i) {
+    if (i + kHashPrefetchAhead < hashes.size()) by_hash_.prefetch(hashes[i + kHashPrefetchAhead]);
+    if (!by_hash_.contains(hashes[i])) break;
     ++n;
   }
   return n;
@@ -63,13 +64,14 @@ std::int64_t KvBlockPool::match_length(std::span<const BlockHash> hashes) const 
 
 std::vector<BlockId> KvBlockPool::acquire_prefix(std::span<const BlockHash> hashes) {
   std::vector<BlockId> out;
-  for (BlockHash h : hashes) {
-    const auto it = by_hash_.find(h);
-    if (it == by_hash_.end()) break;
-    Block& blk = at(it->second);
-    if (blk.refs == 0) lru_unlink(it->second);
+  for (std::size_t i = 0; i < hashes.size(); ++i) {
+    if (i + kHashPrefetchAhead < hashes.size()) by_hash_.prefetch(hashes[i + kHashPrefetchAhead]);
+    const BlockId* b = by_hash_.find(hashes[i]);
+    if (b == nullptr) break;
+    Block& blk = blocks_[static_cast<std::size_t>(*b)];  // the index holds only handed-out blocks
+    if (blk.refs == 0) lru_unlink(*b);
     ++blk.refs;
-    out.push_back(it->second);
+    out.push_back(*b);
   }
   return out;
 }
@@ -77,7 +79,7 @@ std::vector<BlockId> KvBlockPool::acquire_prefix(std::span<const BlockHash> hash
 void KvBlockPool::evict_one() {
   const BlockId b = lru_head_;
   lru_unlink(b);
-  Block& blk = at(b);
+  Block& blk = blocks_[static_cast<std::size_t>(b)];
   by_hash_.erase(blk.hash);
   blk.published = false;
   const BlockHash h = blk.hash;
@@ -111,10 +113,12 @@ bool KvBlockPool::publish(BlockId b, BlockHash h) {
   Block& blk = at(b);
   if (blk.refs == 0) throw std::logic_error("KV pool '" + name_ + "': publish of unreferenced block " + std::to_string(b));
   if (blk.published) throw std::logic_error("KV pool '" + name_ + "': block " + std::to_string(b) + " published twice");
-  if (by_hash_.contains(h)) return false;
+  bool inserted = false;
+  BlockId& holder = by_hash_.try_emplace(h, inserted);
+  if (!inserted) return false;
+  holder = b;
   blk.published = true;
   blk.hash = h;
-  by_hash_.emplace(h, b);
   return true;
 }
 
@@ -172,8 +176,8 @@ void KvBlockPool::check_invariants() const {
     if (seen[b] != 1) fail("block " + std::to_string(b) + " is in " + std::to_string(seen[b]) + " states");
     if (blk.published) {
       ++published;
-      const auto it = by_hash_.find(blk.hash);
-      if (it == by_hash_.end() || it->second != static_cast<BlockId>(b)) fail("hash index misses block " + std::to_string(b));
+      const BlockId* holder = by_hash_.find(blk.hash);
+      if (holder == nullptr || *holder != static_cast<BlockId>(b)) fail("hash index misses block " + std::to_string(b));
     }
   }
   if (published != by_hash_.size()) fail("hash index holds blocks that are not published");

@@ -9,14 +9,12 @@
 #include <optional>
 #include <span>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
-namespace nvl::engine {
+#include "engine/kv/block_hash.h"
+#include "engine/kv/block_hash_map.h"
 
-// Identifies a block's content: a hash of the block's tokens chained with its prefix's hash.
-using BlockHash = std::uint64_t;
-using BlockId = std::int32_t;
+namespace nvl::engine {
 
 class KvBlockPool {
  public:
@@ -39,6 +37,8 @@ class KvBlockPool {
   // How many leading hashes are published here (no reference taken).
   std::int64_t match_length(std::span<const BlockHash> hashes) const;
   bool contains(BlockHash h) const { return by_hash_.contains(h); }
+  // A hint that `h` is looked up soon (see BlockHashMap::prefetch).
+  void prefetch(BlockHash h) const { by_hash_.prefetch(h); }
   // Takes a reference on each block of the longest published prefix and returns them in order.
   std::vector<BlockId> acquire_prefix(std::span<const BlockHash> hashes);
   // n fresh, unpublished blocks with one reference each, evicting least recently used cached blocks
@@ -82,7 +82,7 @@ class KvBlockPool {
   BlockId lru_head_ = kNone;                            // cached blocks, least recently used first
   BlockId lru_tail_ = kNone;
   std::int64_t cached_ = 0;
-  std::unordered_map<BlockHash, BlockId> by_hash_;      // published blocks (lookup only, never iterated)
+  BlockHashMap<BlockId> by_hash_;                       // published blocks
   EvictListener on_evict_;
 };
 

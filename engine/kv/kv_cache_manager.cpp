@@ -61,13 +61,15 @@ std::optional<AdmitPlan> KvCacheManager::admit(RequestId id, std::span<const Blo
   const std::int64_t shareable = std::min<std::int64_t>(static_cast<std::int64_t>(prompt_hashes.size()),
                                                         (prompt_tokens - 1) / cfg_.block_tokens);
   const auto hashes = prompt_hashes.first(static_cast<std::size_t>(shareable));
-  const PrefixMatch m = match(hashes);
 
+  // Taking the longest cached prefix of each tier is match() and the pinning in one walk.
   Held held;
-  held.blocks = gpu_.acquire_prefix(hashes.first(static_cast<std::size_t>(m.gpu_blocks)));
+  held.blocks = gpu_.acquire_prefix(hashes);
   // Pin the Grace hits: making room on the GPU may spill to Grace (write-back), which must not evict them.
-  const std::vector<BlockId> from_grace =
-      grace_.acquire_prefix(hashes.subspan(static_cast<std::size_t>(m.gpu_blocks)));
+  const std::vector<BlockId> from_grace = grace_.acquire_prefix(hashes.subspan(held.blocks.size()));
+  PrefixMatch m;
+  m.gpu_blocks = static_cast<std::int64_t>(held.blocks.size());
+  m.grace_blocks = static_cast<std::int64_t>(from_grace.size());
   auto fresh = gpu_.allocate(blocks_for(prompt_tokens) - m.gpu_blocks);
   if (!fresh) {
     gpu_.release(held.blocks);
@@ -120,6 +122,8 @@ void KvCacheManager::publish(RequestId id, std::span<const BlockHash> hashes, st
   const std::int64_t full = std::min({tokens_done / cfg_.block_tokens, static_cast<std::int64_t>(hashes.size()),
                                       static_cast<std::int64_t>(h.blocks.size())});
   for (std::int64_t i = h.published; i < full; ++i) {
+    const auto ahead = static_cast<std::size_t>(i) + kHashPrefetchAhead;
+    if (ahead < static_cast<std::size_t>(full)) gpu_.prefetch(hashes[ahead]);
     const BlockHash hash = hashes[static_cast<std::size_t>(i)];
     if (!gpu_.publish(h.blocks[static_cast<std::size_t>(i)], hash)) continue;  // another request got there first
     emit(KvEvent::Kind::stored, KvTier::gpu, hash);
@@ -143,6 +147,8 @@ std::int64_t KvCacheManager::import(std::span<const BlockHash> hashes) {
   gpu_.release(pinned);
   if (!blocks) return 0;
   for (std::int64_t i = 0; i < n; ++i) {
+    const auto ahead = static_cast<std::size_t>(i) + kHashPrefetchAhead;
+    if (ahead < static_cast<std::size_t>(n)) gpu_.prefetch(missing[ahead]);
     const BlockHash h = missing[static_cast<std::size_t>(i)];
     if (gpu_.publish((*blocks)[static_cast<std::size_t>(i)], h)) emit(KvEvent::Kind::stored, KvTier::gpu, h);
   }

@@ -16,14 +16,40 @@ void PrefixIndex::apply(const KvEvent& e) {
   if (e.rank < 0 || e.rank >= ranks_) throw std::invalid_argument("prefix index: event from unknown rank " + std::to_string(e.rank));
   const auto r = static_cast<std::size_t>(e.rank);
   if (e.kind == KvEvent::Kind::stored) {
-    Holders& h = holders_[e.hash];
+    bool inserted = false;
+    std::uint32_t& index = index_of_.try_emplace(e.hash, inserted);
+    if (inserted) {
+      if (free_holders_.empty()) {
+        index = static_cast<std::uint32_t>(holders_.size());
+        holders_.emplace_back();
+      } else {
+        index = free_holders_.back();
+        free_holders_.pop_back();
+      }
+    }
+    Holders& h = holders_[index];
     (e.tier == KvTier::gpu ? h.gpu : h.grace).set(r);
     return;
   }
-  const auto it = holders_.find(e.hash);
-  if (it == holders_.end()) return;
-  (e.tier == KvTier::gpu ? it->second.gpu : it->second.grace).reset(r);
-  if (it->second.gpu.none() && it->second.grace.none()) holders_.erase(it);
+  const std::uint32_t* index = index_of_.find(e.hash);
+  if (index == nullptr) return;
+  Holders& h = holders_[*index];
+  (e.tier == KvTier::gpu ? h.gpu : h.grace).reset(r);
+  if (h.gpu.none() && h.grace.none()) {
+    free_holders_.push_back(*index);
+    index_of_.erase(e.hash);
+  }
+}
+
+void PrefixIndex::clear() {
+  index_of_.clear();
+  holders_.clear();
+  free_holders_.clear();
+}
+
+const PrefixIndex::Holders* PrefixIndex::find(BlockHash h) const {
+  const std::uint32_t* index = index_of_.find(h);
+  return index == nullptr ? nullptr : &holders_[*index];
 }
 
 std::vector<RankMatch> PrefixIndex::match(std::span<const BlockHash> hashes) const {
@@ -33,26 +59,36 @@ std::vector<RankMatch> PrefixIndex::match(std::span<const BlockHash> hashes) con
     on_gpu.set(static_cast<std::size_t>(r));
     anywhere.set(static_cast<std::size_t>(r));
   }
-  // Walk the chain once; a rank's match ends at the first block it does not hold.
-  for (std::size_t i = 0; i < hashes.size() && anywhere.any(); ++i) {
-    const auto it = holders_.find(hashes[i]);
-    if (it == holders_.end()) break;
-    on_gpu &= it->second.gpu;
-    anywhere &= it->second.gpu | it->second.grace;
+  // A rank's match is the number of blocks walked when it leaves the set: each rank leaves at most once
+  // per tier, so the per-rank bookkeeping happens then rather than at every block.
+  const auto leave = [&](const RankSet& left, std::int64_t blocks, std::int64_t RankMatch::*field) {
+    if (left.none()) return;
     for (std::int32_t r = 0; r < ranks_; ++r) {
-      const auto k = static_cast<std::size_t>(r);
-      if (on_gpu.test(k)) out[k].gpu_blocks = static_cast<std::int64_t>(i) + 1;
-      if (anywhere.test(k)) out[k].grace_blocks = static_cast<std::int64_t>(i) + 1;
+      if (left.test(static_cast<std::size_t>(r))) out[static_cast<std::size_t>(r)].*field = blocks;
     }
+  };
+  std::size_t i = 0;
+  for (; i < hashes.size() && anywhere.any(); ++i) {
+    if (i + kHashPrefetchAhead < hashes.size()) index_of_.prefetch(hashes[i + kHashPrefetchAhead]);
+    const Holders* h = find(hashes[i]);
+    if (h == nullptr) break;
+    const RankSet still_on_gpu = on_gpu & h->gpu;
+    const RankSet still_anywhere = anywhere & (h->gpu | h->grace);
+    leave(on_gpu & ~still_on_gpu, static_cast<std::int64_t>(i), &RankMatch::gpu_blocks);
+    leave(anywhere & ~still_anywhere, static_cast<std::int64_t>(i), &RankMatch::grace_blocks);
+    on_gpu = still_on_gpu;
+    anywhere = still_anywhere;
   }
+  leave(on_gpu, static_cast<std::int64_t>(i), &RankMatch::gpu_blocks);
+  leave(anywhere, static_cast<std::int64_t>(i), &RankMatch::grace_blocks);
   return out;
 }
 
 std::int64_t PrefixIndex::best_match(std::span<const BlockHash> hashes) const {
   std::int64_t n = 0;
-  for (BlockHash h : hashes) {
-    const auto it = holders_.find(h);
-    if (it == holders_.end() || (it->second.gpu.none() && it->second.grace.none())) break;
+  for (std::size_t i = 0; i < hashes.size(); ++i) {
+    if (i + kHashPrefetchAhead < hashes.size()) index_of_.prefetch(hashes[i + kHashPrefetchAhead]);
+    if (!index_of_.contains(hashes[i])) break;  // a block no rank holds leaves the index
     ++n;
   }
   return n;

@@ -6,9 +6,9 @@
 #include <bitset>
 #include <cstdint>
 #include <span>
-#include <unordered_map>
 #include <vector>
 
+#include "engine/kv/block_hash_map.h"
 #include "engine/kv/kv_event.h"
 
 namespace nvl::engine {
@@ -26,13 +26,13 @@ class PrefixIndex {
   explicit PrefixIndex(std::int32_t ranks);
 
   void apply(const KvEvent& e);
-  void clear() { holders_.clear(); }
+  void clear();
 
   // Per rank, how far `hashes` matches what it holds.
   std::vector<RankMatch> match(std::span<const BlockHash> hashes) const;
   // The longest prefix held anywhere, on a GPU or in Grace memory.
   std::int64_t best_match(std::span<const BlockHash> hashes) const;
-  std::size_t blocks_indexed() const { return holders_.size(); }
+  std::size_t blocks_indexed() const { return index_of_.size(); }
   std::int32_t ranks() const { return ranks_; }
 
  private:
@@ -40,8 +40,14 @@ class PrefixIndex {
     RankSet gpu;
     RankSet grace;
   };
+  const Holders* find(BlockHash h) const;
+
   std::int32_t ranks_;
-  std::unordered_map<BlockHash, Holders> holders_;  // looked up, never iterated
+  // A long run indexes millions of blocks: the hash table holds small indexes into a dense array of
+  // holder sets (reused when a block leaves), which keeps the table, sized for its load, compact.
+  BlockHashMap<std::uint32_t> index_of_;
+  std::vector<Holders> holders_;
+  std::vector<std::uint32_t> free_holders_;
 };
 
 }  // namespace nvl::engine

@@ -143,10 +143,11 @@ StepPlan RankScheduler::plan_step() {
   std::int64_t budget = cfg_.token_budget;
   const std::int64_t per_decode = 1 + cfg_.draft_tokens;
 
-  // Decodes first, oldest first; the newest running request gives way when KV runs out.
-  const std::vector<RequestState*> running = running_;
-  for (RequestState* r : running) {
-    if (r->phase != RequestState::Phase::decode) continue;  // prefilling, or preempted meanwhile
+  // Decodes first, oldest first; the newest running request gives way when KV runs out. Preemption
+  // only ever removes the last running request, so walking by index visits each survivor once.
+  for (std::size_t k = 0; k < running_.size(); ++k) {
+    RequestState* r = running_[k];
+    if (r->phase != RequestState::Phase::decode) continue;  // prefilling
     if (budget < per_decode) break;
     bool preempted_self = false;
     // The request holds blocks for every computed token, so the step needs more KV only when its

@@ -1,6 +1,6 @@
 #include "engine/system/control_plane.h"
 
-#include <memory>
+#include <algorithm>
 #include <stdexcept>
 
 namespace nvl::engine {
@@ -32,14 +32,24 @@ void ControlPlane::listen(hal::Address at, Handler handler) {
                            std::to_string(at.port));
   }
   if (network_ == nullptr) return;
-  network_->listen(at, [this, at](hal::Address, std::string payload) {
-    proto::ControlBatch batch;
-    if (!batch.ParseFromString(payload)) {
-      rt_.record("control", "malformed_batch", {{"host", at.host}, {"port", at.port}}, rt::Severity::error);
-      return;
-    }
-    for (const proto::ControlMessage& m : batch.messages()) deliver(at, m);
-  });
+  network_->listen(at, [this, at](hal::Address, std::string payload) { receive(at, payload); });
+}
+
+void ControlPlane::receive(hal::Address at, const std::string& payload) {
+  // A nested receive (not expected: delivery always comes from the loop) parses into a batch of its own.
+  proto::ControlBatch nested;
+  proto::ControlBatch& batch = receiving_ ? nested : incoming_;
+  struct Receiving {
+    bool& flag;
+    bool was;
+    ~Receiving() { flag = was; }
+  } receiving{receiving_, receiving_};
+  receiving_ = true;
+  if (!batch.ParseFromString(payload)) {
+    rt_.record("control", "malformed_batch", {{"host", at.host}, {"port", at.port}}, rt::Severity::error);
+    return;
+  }
+  for (const proto::ControlMessage& m : batch.messages()) deliver(at, m);
 }
 
 void ControlPlane::deliver(hal::Address to, const proto::ControlMessage& msg) {
@@ -51,13 +61,29 @@ void ControlPlane::deliver(hal::Address to, const proto::ControlMessage& msg) {
   it->second(msg);
 }
 
+std::uint32_t ControlPlane::take_batch() {
+  if (free_batches_.empty()) {
+    batch_pool_.push_back(std::make_unique<proto::ControlBatch>());
+    return static_cast<std::uint32_t>(batch_pool_.size() - 1);
+  }
+  const std::uint32_t b = free_batches_.back();
+  free_batches_.pop_back();
+  return b;
+}
+
 void ControlPlane::send(hal::Address from, hal::Address to, proto::ControlMessage msg) {
   ++messages_;
   if (network_ == nullptr) {
     deliver(to, msg);
     return;
   }
-  proto::ControlBatch& batch = outbox_[{from, to}];
+  // A turn has a few dozen links at most; the one just used is the likeliest.
+  auto link = std::find_if(outbox_.rbegin(), outbox_.rend(), [&](const Link& l) { return l.from == from && l.to == to; });
+  if (link == outbox_.rend()) {
+    outbox_.push_back(Link{from, to, take_batch()});
+    link = outbox_.rbegin();
+  }
+  proto::ControlBatch& batch = *batch_pool_[link->batch];
   const int n = batch.messages_size();
   if (n > 0 && merge_kv_events(*batch.mutable_messages(n - 1), msg)) return;
   *batch.add_messages() = std::move(msg);
@@ -69,17 +95,28 @@ void ControlPlane::send(hal::Address from, hal::Address to, proto::ControlMessag
 
 void ControlPlane::flush() {
   flush_armed_ = false;
-  auto outbox = std::move(outbox_);
-  outbox_.clear();
-  for (auto& [link, batch] : outbox) {
+  std::vector<Link> outbox;
+  outbox.swap(outbox_);
+  // Links in (from, to) order: the order the network sees them in does not depend on who spoke first.
+  std::sort(outbox.begin(), outbox.end(),
+            [](const Link& a, const Link& b) { return a.from != b.from ? a.from < b.from : a.to < b.to; });
+  for (const Link& link : outbox) {
     ++batches_;
-    std::string payload = batch.SerializeAsString();
-    auto sent = std::make_shared<proto::ControlBatch>(std::move(batch));
-    network_->send(link.first, link.second, std::move(payload), [this, sent](const hal::HalError* error) {
-      if (error == nullptr) return;
-      for (const proto::ControlMessage& m : sent->messages()) on_lost_(m, error->what());
-    });
+    const std::uint32_t b = link.batch;
+    network_->send(link.from, link.to, batch_pool_[b]->SerializeAsString(),
+                   [this, b](const hal::HalError* error) { sent(b, error); });
   }
+  // The emptied vector keeps its capacity for the next turn.
+  outbox.clear();
+  if (outbox_.empty()) outbox_.swap(outbox);
+}
+
+void ControlPlane::sent(std::uint32_t b, const hal::HalError* error) {
+  if (error != nullptr) {
+    for (const proto::ControlMessage& m : batch_pool_[b]->messages()) on_lost_(m, error->what());
+  }
+  batch_pool_[b]->Clear();
+  free_batches_.push_back(b);
 }
 
 }  // namespace nvl::engine

@@ -7,8 +7,9 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
-#include <utility>
+#include <vector>
 
 #include "emu/rt/runtime.h"
 #include "engine/hal/network.h"
@@ -36,14 +37,32 @@ class ControlPlane {
   std::uint64_t batches_sent() const { return batches_; }
 
  private:
+  // This turn's messages from one endpoint to another, in batch_pool_[batch].
+  struct Link {
+    hal::Address from;
+    hal::Address to;
+    std::uint32_t batch;
+  };
+
   void flush();
   void deliver(hal::Address to, const proto::ControlMessage& msg);
+  void receive(hal::Address at, const std::string& payload);
+  // A batch left the network (error null) or was lost; its slot is reused.
+  void sent(std::uint32_t batch, const hal::HalError* error);
+  std::uint32_t take_batch();
 
   rt::Runtime& rt_;
   hal::Network* network_;
   LostHandler on_lost_;
   std::map<hal::Address, Handler> handlers_;
-  std::map<std::pair<hal::Address, hal::Address>, proto::ControlBatch> outbox_;  // (from, to) -> this turn's
+  std::vector<Link> outbox_;
+  // Batches being filled or on the wire (kept for the loss report), and the free ones. They are
+  // cleared and reused rather than freed, so their message objects are allocated once.
+  std::vector<std::unique_ptr<proto::ControlBatch>> batch_pool_;
+  std::vector<std::uint32_t> free_batches_;
+  // Incoming batches are parsed into this one, reused like the outgoing ones.
+  proto::ControlBatch incoming_;
+  bool receiving_ = false;
   bool flush_armed_ = false;
   std::uint64_t messages_ = 0;
   std::uint64_t batches_ = 0;

@@ -1,3 +1,6 @@
+#include <string>
+#include <vector>
+
 #include <gtest/gtest.h>
 
 #include "emu/rt/virtual_runtime.h"
@@ -45,6 +48,41 @@ TEST(HostNetwork, PartitionAndMissingListenerLoseTheMessage) {
   EXPECT_NE(err2.find("no listener on host 2 port 9"), std::string::npos) << err2;
   EXPECT_EQ(net.lost(), 2u);
   EXPECT_THROW(net.listen({1, 0}, [](hal::Address, std::string) {}), std::logic_error);
+}
+
+TEST(HostNetwork, APathCutThenRestoredLosesThenDeliversWithTheSameLatency) {
+  Rig r;
+  fabric::HostNetwork net(r.fab);
+  std::vector<rt::Duration> latencies;
+  rt::Time sent_at;
+  net.listen({1, 0}, [&](hal::Address, std::string) { latencies.push_back(r.rt.now() - sent_at); });
+  std::vector<std::string> errors;
+  const auto send_now = [&] {
+    sent_at = r.rt.now();
+    net.send({0, 0}, {1, 0}, std::string(64, 'x'), [&](const hal::HalError* e) {
+      if (e != nullptr) errors.emplace_back(e->what());
+    });
+    r.rt.run();
+  };
+  send_now();
+  r.fab.partition({0}, {1});
+  send_now();
+  r.fab.heal_partition();
+  send_now();
+  const std::string nic = r.fab.topology().elements()[static_cast<std::size_t>(
+      r.fab.topology().nic(r.fab.topology().host(0).nics.front()).element)].name;
+  r.fab.set_element_down(nic, true);
+  send_now();
+  r.fab.set_element_down(nic, false);
+  send_now();
+  ASSERT_EQ(latencies.size(), 3u);
+  EXPECT_EQ(latencies[1], latencies[0]);
+  EXPECT_EQ(latencies[2], latencies[0]);
+  ASSERT_EQ(errors.size(), 2u);
+  EXPECT_NE(errors[0].find("partition"), std::string::npos) << errors[0];
+  EXPECT_NE(errors[1].find(nic), std::string::npos) << errors[1];
+  EXPECT_EQ(net.lost(), 2u);
+  EXPECT_EQ(net.delivered(), 3u);
 }
 
 TEST(Rdma, WriteWaitFromAFiberOverCx8) {

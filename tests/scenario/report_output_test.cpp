@@ -86,6 +86,27 @@ TEST(TraceRecorder, KeepsTheWindowAndCountsWhatItCuts) {
   EXPECT_EQ(j.at("otherData").at("over_cap"), 1);
 }
 
+TEST(TraceRecorder, WritesMicrosecondsToTheNanosecondAndThreadsPerProcess) {
+  TraceRecorder t(TraceOptions{.start_s = 0, .window_s = 10});
+  const int a = t.process("gpu 0");
+  const int b = t.process("gpu 1");
+  const int a_decode = t.thread(a, "decode");
+  const int b_decode = t.thread(b, "decode");
+  EXPECT_NE(a_decode, b_decode) << "one thread name in two processes is two threads";
+  EXPECT_EQ(t.thread(a, "decode"), a_decode);
+  EXPECT_EQ(t.process("gpu 0"), a);
+  const rt::Time start = rt::Time::zero() + rt::ns(1'234'567'891);
+  t.span(a, a_decode, "step \"q\"", start, start + rt::ns(7));
+  t.counter(b, "util", rt::Time::zero() + rt::ns(1), 2.0 / 3.0);
+  std::ostringstream out;
+  t.write(out);
+  const std::string text = out.str();
+  EXPECT_NE(text.find(R"("name": "step \"q\"", "ts": 1234567.891, "dur": 0.007})"), std::string::npos) << text;
+  EXPECT_NE(text.find(R"("ts": 0.001, "args": {"value": 0.667}})"), std::string::npos) << text;
+  const nlohmann::json j = nlohmann::json::parse(text);
+  EXPECT_EQ(j.at("otherData").at("events"), 2);
+}
+
 TEST(SvgChart, DrawsEachSeriesWithItsLegend) {
   const std::string svg = SvgChart::lines({{"input", {0, 1, 2}, {5, 10, 5}}, {"out<put>", {0, 1, 2}, {1, 2, 3}}},
                                           {"Throughput", "s", "tokens/s", std::nullopt, false});

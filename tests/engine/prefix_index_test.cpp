@@ -1,0 +1,72 @@
+// The prefix index against a plain model of what each rank holds: every rank's longest prefix, per
+// tier, after random stores and removals.
+#include <algorithm>
+#include <cstdint>
+#include <random>
+#include <set>
+#include <span>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "engine/router/prefix_index.h"
+
+namespace nvl::engine {
+namespace {
+
+TEST(PrefixIndex, MatchesEveryRanksLongestPrefixAfterRandomStoresAndRemovals) {
+  constexpr std::int32_t kRanks = 70;  // more than one 64-bit word of ranks
+  constexpr BlockHash kChain = 40;
+  PrefixIndex idx(kRanks);
+  std::vector<std::set<BlockHash>> gpu(kRanks), grace(kRanks);
+  std::mt19937_64 rng(11);
+  // Ranks hold the front of one chain (0, 1, 2, ...) more often than its tail, as prompts sharing a prefix do.
+  const auto block = [&] { return static_cast<BlockHash>(std::min(rng() % kChain, rng() % kChain)); };
+  std::vector<BlockHash> prompt(kChain);
+  for (BlockHash i = 0; i < kChain; ++i) prompt[i] = i;
+  for (int round = 0; round < 300; ++round) {
+    for (int e = 0; e < 200; ++e) {
+      const auto rank = static_cast<std::int32_t>(rng() % kRanks);
+      const KvTier tier = rng() % 3 == 0 ? KvTier::grace : KvTier::gpu;
+      const bool store = rng() % 3 != 0;
+      const BlockHash h = block();
+      auto& held = (tier == KvTier::gpu ? gpu : grace)[static_cast<std::size_t>(rank)];
+      if (store) {
+        held.insert(h);
+      } else {
+        held.erase(h);
+      }
+      idx.apply(KvEvent{store ? KvEvent::Kind::stored : KvEvent::Kind::removed, tier, rank, h});
+    }
+    const std::size_t len = rng() % (kChain + 1);
+    const std::span<const BlockHash> hashes(prompt.data(), len);
+    const std::vector<RankMatch> got = idx.match(hashes);
+    ASSERT_EQ(got.size(), static_cast<std::size_t>(kRanks));
+    std::int64_t best = 0;
+    while (best < static_cast<std::int64_t>(len)) {
+      bool anyone = false;
+      for (std::int32_t r = 0; r < kRanks; ++r) {
+        anyone = anyone || gpu[static_cast<std::size_t>(r)].contains(prompt[static_cast<std::size_t>(best)]) ||
+                 grace[static_cast<std::size_t>(r)].contains(prompt[static_cast<std::size_t>(best)]);
+      }
+      if (!anyone) break;
+      ++best;
+    }
+    EXPECT_EQ(idx.best_match(hashes), best) << "round " << round;
+    for (std::int32_t r = 0; r < kRanks; ++r) {
+      const auto k = static_cast<std::size_t>(r);
+      std::int64_t on_gpu = 0;
+      while (on_gpu < static_cast<std::int64_t>(len) && gpu[k].contains(prompt[static_cast<std::size_t>(on_gpu)])) ++on_gpu;
+      std::int64_t anywhere = 0;
+      while (anywhere < static_cast<std::int64_t>(len) && (gpu[k].contains(prompt[static_cast<std::size_t>(anywhere)]) ||
+                                                           grace[k].contains(prompt[static_cast<std::size_t>(anywhere)]))) {
+        ++anywhere;
+      }
+      ASSERT_EQ(got[k].gpu_blocks, on_gpu) << "rank " << r << " round " << round;
+      ASSERT_EQ(got[k].grace_blocks, anywhere) << "rank " << r << " round " << round;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace nvl::engine
