@@ -57,10 +57,10 @@ int ceil_log2(int n) { return n <= 1 ? 0 : static_cast<int>(std::bit_width(stati
 }  // namespace
 
 void plan_collective(const Fabric& fabric, const std::vector<hal::DeviceId>& members,
-                     const std::vector<hal::CollectiveOp>& ops, CollectivePlan& plan) {
+                     const std::vector<hal::SharedCollectiveOp>& ops, CollectivePlan& plan) {
   const CollectiveProfile& cp = fabric.profile().collectives;
   const int n = static_cast<int>(members.size());
-  const hal::CollectiveOp& op = ops.front();
+  const hal::CollectiveOp& op = *ops.front();
   const double s = static_cast<double>(op.bytes);
   const double dn = static_cast<double>(n);
   const bool nvls = cp.nvls_available && one_domain(fabric, members) && n > 1 && op.bytes > cp.tree_max_bytes;
@@ -75,7 +75,7 @@ void plan_collective(const Fabric& fabric, const std::vector<hal::DeviceId>& mem
                                 : op.role == hal::AllToAllRole::moe_combine ? cp.a2a_combine
                                                                             : cp.a2a_plain;
       for (int i = 0; i < n; ++i) {
-        for (int j = 0; j < n; ++j) p.flow(i, j, static_cast<double>(ops[static_cast<std::size_t>(i)].send_bytes[static_cast<std::size_t>(j)]), k.efficiency);
+        for (int j = 0; j < n; ++j) p.flow(i, j, static_cast<double>(ops[static_cast<std::size_t>(i)]->send_bytes[static_cast<std::size_t>(j)]), k.efficiency);
       }
       return p.finish("one-sided", k.launch + k.per_peer * (n - 1), k.sync);
     }
@@ -120,7 +120,7 @@ void plan_collective(const Fabric& fabric, const std::vector<hal::DeviceId>& mem
       return p.finish("chain", cp.ring.launch + cp.ring.per_step * (n - 1), rt::Duration());
     case hal::CollectiveKind::send_recv:
       for (int r = 0; r < n; ++r) {
-        const auto& o = ops[static_cast<std::size_t>(r)];
+        const auto& o = *ops[static_cast<std::size_t>(r)];
         if (o.peer >= 0) p.flow(r, o.peer, static_cast<double>(o.bytes), cp.ring.efficiency);
       }
       return p.finish("direct", cp.ring.launch, rt::Duration());

@@ -40,6 +40,6 @@ struct CollectivePlan {
 // ops[r] is member r's part; they have been checked to agree. Throws hal::HalError when a route is down.
 // Fills `plan` afresh (reusing its buffers).
 void plan_collective(const Fabric& fabric, const std::vector<hal::DeviceId>& members,
-                     const std::vector<hal::CollectiveOp>& ops, CollectivePlan& plan);
+                     const std::vector<hal::SharedCollectiveOp>& ops, CollectivePlan& plan);
 
 }  // namespace nvl::fabric

@@ -40,7 +40,8 @@ FabricCommGroup::FabricCommGroup(Fabric& fabric, CollectivePricer& pricer, std::
   }
 }
 
-void FabricCommGroup::arrive(int rank, const hal::CollectiveOp& op, hal::CollectiveDone done) {
+void FabricCommGroup::arrive(int rank, hal::SharedCollectiveOp op, hal::CollectiveDone done) {
+  if (!op) throw std::invalid_argument("comm group '" + name_ + "': rank " + std::to_string(rank) + " arrived without an op");
   const int n = static_cast<int>(members_.size());
   if (rank < 0 || rank >= n) {
     throw std::out_of_range("comm group '" + name_ + "': rank " + std::to_string(rank) + " of " + std::to_string(n));
@@ -50,7 +51,7 @@ void FabricCommGroup::arrive(int rank, const hal::CollectiveOp& op, hal::Collect
     ++stats_.failed;
     const std::string why = "member rank " + std::to_string(first_down_) + " (GPU " + std::to_string(members_[ud]) +
                             ") failed: the communicator is aborted";
-    fail_later(std::move(done), hal::HalError(members_[ud], op_name(op.name), down_[ud], why));
+    fail_later(std::move(done), hal::HalError(members_[ud], op_name(op->name), down_[ud], why));
     return;
   }
   const std::uint64_t k = next_call_[static_cast<std::size_t>(rank)]++;
@@ -66,7 +67,7 @@ void FabricCommGroup::arrive(int rank, const hal::CollectiveOp& op, hal::Collect
     calls_.back().done.resize(static_cast<std::size_t>(n));
   }
   Call& call = calls_[static_cast<std::size_t>(k - first_call_)];
-  call.ops[static_cast<std::size_t>(rank)] = op;
+  call.ops[static_cast<std::size_t>(rank)] = std::move(op);
   call.done[static_cast<std::size_t>(rank)] = std::move(done);
   ++call.arrived;
   while (!calls_.empty() && calls_.front().arrived == n) {
@@ -79,10 +80,10 @@ void FabricCommGroup::arrive(int rank, const hal::CollectiveOp& op, hal::Collect
   }
 }
 
-std::optional<std::string> FabricCommGroup::disagreement(const std::vector<hal::CollectiveOp>& ops) const {
-  const auto& a = ops.front();
+std::optional<std::string> FabricCommGroup::disagreement(const Ops& ops) const {
+  const auto& a = *ops.front();
   for (std::size_t r = 0; r < ops.size(); ++r) {
-    const auto& b = ops[r];
+    const auto& b = *ops[r];
     const auto desc = [](const hal::CollectiveOp& o) {
       return std::string(kind_name(o.kind)) + " '" + o.name + "' of " + std::to_string(o.bytes) + " bytes";
     };
@@ -109,18 +110,18 @@ namespace {
 // false; says whether every run was visited. The signature is what the price depends on: the shape,
 // and per-rank sizes.
 template <typename Words>
-bool for_each_signature_run(const std::vector<hal::CollectiveOp>& ops, Words&& words) {
-  const auto& a = ops.front();
+bool for_each_signature_run(const std::vector<hal::SharedCollectiveOp>& ops, Words&& words) {
+  const auto& a = *ops.front();
   const std::uint64_t shape[] = {static_cast<std::uint64_t>(a.kind), static_cast<std::uint64_t>(a.role), a.bytes,
                                  static_cast<std::uint64_t>(a.root)};
   if (!words(shape, std::size(shape))) return false;
   if (a.kind == hal::CollectiveKind::all_to_all) {
     for (const auto& o : ops) {
-      if (!words(o.send_bytes.data(), o.send_bytes.size())) return false;
+      if (!words(o->send_bytes.data(), o->send_bytes.size())) return false;
     }
   } else if (a.kind == hal::CollectiveKind::send_recv) {
     for (const auto& o : ops) {
-      const std::uint64_t part[] = {o.bytes, static_cast<std::uint64_t>(o.peer + 1)};
+      const std::uint64_t part[] = {o->bytes, static_cast<std::uint64_t>(o->peer + 1)};
       if (!words(part, std::size(part))) return false;
     }
   }
@@ -160,9 +161,9 @@ class SignatureHasher {
 
 }  // namespace
 
-std::vector<std::uint64_t> FabricCommGroup::signature(const std::vector<hal::CollectiveOp>& ops) const {
+std::vector<std::uint64_t> FabricCommGroup::signature(const Ops& ops) const {
   std::vector<std::uint64_t> key;
-  key.reserve(4 + (ops.front().kind == hal::CollectiveKind::all_to_all ? ops.size() * ops.size() : 2 * ops.size()));
+  key.reserve(4 + (ops.front()->kind == hal::CollectiveKind::all_to_all ? ops.size() * ops.size() : 2 * ops.size()));
   for_each_signature_run(ops, [&](const std::uint64_t* words, std::size_t count) {
     key.insert(key.end(), words, words + count);
     return true;
@@ -170,7 +171,7 @@ std::vector<std::uint64_t> FabricCommGroup::signature(const std::vector<hal::Col
   return key;
 }
 
-std::size_t FabricCommGroup::signature_hash(const std::vector<hal::CollectiveOp>& ops) {
+std::size_t FabricCommGroup::signature_hash(const Ops& ops) {
   SignatureHasher h;
   for_each_signature_run(ops, [&](const std::uint64_t* words, std::size_t count) {
     h.add(words, count);
@@ -197,14 +198,31 @@ bool FabricCommGroup::SignatureEqual::operator()(const SignatureView& view, cons
   return same && at == key.size();
 }
 
-const FabricCommGroup::Cache::value_type* FabricCommGroup::recent_entry(const std::vector<hal::CollectiveOp>& ops) const {
-  for (const Cache::value_type* entry : recent_) {
-    if (entry != nullptr && SignatureEqual()(SignatureView{ops, 0}, entry->first)) return entry;
+FabricCommGroup::Cache::value_type* FabricCommGroup::same_objects_entry(const Ops& ops) const {
+  for (Cache::value_type* entry : recent_) {
+    if (entry != nullptr && entry->second.ops == ops) return entry;
   }
   return nullptr;
 }
 
-void FabricCommGroup::used(const Cache::value_type& entry) {
+FabricCommGroup::Cache::value_type* FabricCommGroup::find_entry(const Ops& ops) {
+  Cache::value_type* found = nullptr;
+  for (Cache::value_type* entry : recent_) {
+    if (entry != nullptr && SignatureEqual()(SignatureView{ops, 0}, entry->first)) {
+      found = entry;
+      break;
+    }
+  }
+  if (found == nullptr) {
+    const auto it = cache_.find(SignatureView{ops, signature_hash(ops)});
+    if (it == cache_.end()) return nullptr;
+    found = &*it;
+  }
+  found->second.ops = ops;
+  return found;
+}
+
+void FabricCommGroup::used(Cache::value_type& entry) {
   if (recent_[0] == &entry) return;
   recent_[1] = recent_[0];
   recent_[0] = &entry;
@@ -277,32 +295,31 @@ void FabricCommGroup::start(Call& call) {
   run_call(call.ops, call.done);
 }
 
-void FabricCommGroup::run_call(const std::vector<hal::CollectiveOp>& ops, std::vector<hal::CollectiveDone>& done) {
-  if (auto why = disagreement(ops)) {
-    fail_call(done, hal::HalError(-1, op_name(ops.front().name), hal::Xid::none, *why));
-    return;
-  }
-  if (fast_path_) {
-    const Cache::value_type* entry = recent_entry(ops);
-    if (entry == nullptr) {
-      const auto it = cache_.find(SignatureView{ops, signature_hash(ops)});
-      if (it != cache_.end()) entry = &*it;
-    }
-    if (entry != nullptr && fast_ok(*entry->second.channels)) {
-      used(*entry);
-      finish_fast(entry->second, done, ops.front().name);
+void FabricCommGroup::run_call(const Ops& ops, std::vector<hal::CollectiveDone>& done) {
+  const std::string& name = ops.front()->name;
+  Cache::value_type* entry = fast_path_ ? same_objects_entry(ops) : nullptr;
+  if (entry == nullptr) {
+    if (auto why = disagreement(ops)) {
+      fail_call(done, hal::HalError(-1, op_name(name), hal::Xid::none, *why));
       return;
     }
+    if (fast_path_) entry = find_entry(ops);
+  }
+  if (entry != nullptr && fast_ok(*entry->second.channels)) {
+    used(*entry);
+    finish_fast(entry->second, done, name);
+    return;
   }
   try {
     plan_collective(fabric_, members_, ops, plan_);
   } catch (const hal::HalError& e) {
-    fail_call(done, hal::HalError(e.device(), op_name(ops.front().name), e.cause(), e.what()));
+    fail_call(done, hal::HalError(e.device(), op_name(name), e.cause(), e.what()));
     return;
   }
   if (fast_path_) {
     if (auto c = price_on_idle_links(plan_)) {
       ++stats_.priced;
+      c->ops = ops;
       // Bounded: decode steps keep meeting new token counts, and an EP all-to-all's key alone is 32 KB.
       // A dropped entry is only priced again (same answer), so clearing changes no result.
       if (cache_.size() >= kMaxCachedSignatures) {
@@ -311,11 +328,11 @@ void FabricCommGroup::run_call(const std::vector<hal::CollectiveOp>& ops, std::v
       }
       const auto it = cache_.insert_or_assign(signature(ops), std::move(*c)).first;
       used(*it);
-      finish_fast(it->second, done, ops.front().name);
+      finish_fast(it->second, done, name);
       return;
     }
   }
-  run_exact(std::move(plan_), std::move(done), op_name(ops.front().name));
+  run_exact(std::move(plan_), std::move(done), op_name(name));
 }
 
 std::optional<FabricCommGroup::Cached> FabricCommGroup::price_on_idle_links(const CollectivePlan& plan) {

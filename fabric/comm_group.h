@@ -38,7 +38,7 @@ class FabricCommGroup final : public hal::CommGroup {
   const std::string& name() const override { return name_; }
   const std::vector<hal::DeviceId>& members() const override { return members_; }
   // rank out of range is std::out_of_range; a call whose members disagree fails for every member.
-  void arrive(int rank, const hal::CollectiveOp& op, hal::CollectiveDone done) override;
+  void arrive(int rank, hal::SharedCollectiveOp op, hal::CollectiveDone done) override;
 
   const CommGroupStats& stats() const { return stats_; }
   // The member on `device` failed with `cause`: the group is aborted. No-op for a device outside it.
@@ -46,10 +46,9 @@ class FabricCommGroup final : public hal::CommGroup {
   bool member_down(int rank) const { return down_.at(static_cast<std::size_t>(rank)) != hal::Xid::none; }
 
  private:
+  using Ops = std::vector<hal::SharedCollectiveOp>;  // a call's parts by member rank
   struct Call {
-    // Member r's part, once it has arrived. A call's buffers are reused by later calls: assigning an
-    // op into its slot keeps the slot's buffers (a rack-wide all-to-all row is half a kilobyte).
-    std::vector<hal::CollectiveOp> ops;
+    Ops ops;  // member r's part, once it has arrived
     std::vector<hal::CollectiveDone> done;
     int arrived = 0;
   };
@@ -61,6 +60,9 @@ class FabricCommGroup final : public hal::CommGroup {
     std::vector<rt::Duration> finish;  // the distinct times
     std::vector<int> finish_end;       // the members done at finish[g]: by_finish[finish_end[g-1] .. finish_end[g])
     std::vector<int> by_finish;
+    // The parts of the last call found to have this signature: a call of these very objects has it too
+    // (they are immutable, and kept alive here so their addresses cannot be reused).
+    Ops ops;
   };
   // A call priced on the fast path, from its start until its last member is done. Kept in fast_runs_ and
   // reused by later calls (its buffers with it); its timers and hold name it by its slot there.
@@ -75,10 +77,10 @@ class FabricCommGroup final : public hal::CommGroup {
   };
 
   void start(Call& call);
-  void run_call(const std::vector<hal::CollectiveOp>& ops, std::vector<hal::CollectiveDone>& done);
-  std::optional<std::string> disagreement(const std::vector<hal::CollectiveOp>& ops) const;
-  std::vector<std::uint64_t> signature(const std::vector<hal::CollectiveOp>& ops) const;
-  static std::size_t signature_hash(const std::vector<hal::CollectiveOp>& ops);  // as SignatureHash hashes signature(ops)
+  void run_call(const Ops& ops, std::vector<hal::CollectiveDone>& done);
+  std::optional<std::string> disagreement(const Ops& ops) const;
+  std::vector<std::uint64_t> signature(const Ops& ops) const;
+  static std::size_t signature_hash(const Ops& ops);  // as SignatureHash hashes signature(ops)
   // The plan priced on the fast path; nothing when a channel it uses is degraded or busy.
   std::optional<Cached> price_on_idle_links(const CollectivePlan& plan);
   bool fast_ok(const std::vector<int>& channels) const;
@@ -116,7 +118,7 @@ class FabricCommGroup final : public hal::CommGroup {
   // many times over. A lookup reads the call's ops in place (SignatureView) rather than copying the
   // 40 KB key out of them on every call; the key is built only when a new signature is stored.
   struct SignatureView {
-    const std::vector<hal::CollectiveOp>& ops;
+    const Ops& ops;
     std::size_t hash;
   };
   struct SignatureHash {
@@ -134,10 +136,14 @@ class FabricCommGroup final : public hal::CommGroup {
   using Cache = std::unordered_map<std::vector<std::uint64_t>, Cached, SignatureHash, SignatureEqual>;
   Cache cache_;
   // The entries of the last two signatures used, most recent first. A decode graph replays its layer
-  // body, so a call mostly repeats one of them: compared in place, it needs no hash of its signature.
-  std::array<const Cache::value_type*, 2> recent_{};
-  const Cache::value_type* recent_entry(const std::vector<hal::CollectiveOp>& ops) const;
-  void used(const Cache::value_type& entry);
+  // body, so a call mostly repeats one of them, mostly with the very same op objects.
+  std::array<Cache::value_type*, 2> recent_{};
+  // The recent entry last seen with these very objects (their agreement was checked then), or null.
+  Cache::value_type* same_objects_entry(const Ops& ops) const;
+  // The entry of the call's signature, or null: the recent ones compared in place (no hash needed),
+  // then the cache. The entry found keeps the call's objects.
+  Cache::value_type* find_entry(const Ops& ops);
+  void used(Cache::value_type& entry);
   CommGroupStats stats_;
   std::vector<hal::Xid> down_;  // per member: why it failed, Xid::none while it has not
   int first_down_ = -1;         // the first member that is down, or -1 (checked on every arrival)

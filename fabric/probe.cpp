@@ -30,7 +30,7 @@ rt::Duration time_collective(const ClusterSpec& spec, const std::vector<hal::Dev
   rt::Time last;
   std::optional<hal::HalError> failure;
   for (std::size_t r = 0; r < ops.size(); ++r) {
-    group->arrive(static_cast<int>(r), ops[r], [&](const hal::HalError* e) {
+    group->arrive(static_cast<int>(r), std::make_shared<const hal::CollectiveOp>(ops[r]), [&](const hal::HalError* e) {
       if (e != nullptr && !failure) failure.emplace(*e);
       last = std::max(last, rt.now());
     });

@@ -188,7 +188,7 @@ void FakeStream::on_compute_done(ComputeJob&) {
     return;
   }
   const hal::CollectiveCall& call = *segment.collective;
-  call.group->arrive(call.rank, *call.op, [this, epoch = epoch_](const hal::HalError* e) { on_async_done(epoch, e); });
+  call.group->arrive(call.rank, call.op, [this, epoch = epoch_](const hal::HalError* e) { on_async_done(epoch, e); });
 }
 
 void FakeStream::on_async_done(std::uint64_t epoch, const hal::HalError* error) {

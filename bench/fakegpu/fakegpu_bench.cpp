@@ -61,7 +61,7 @@ class LoopbackGroup final : public hal::CommGroup {
   explicit LoopbackGroup(rt::Runtime& rt) : rt_(rt) {}
   const std::string& name() const override { return name_; }
   const std::vector<hal::DeviceId>& members() const override { return members_; }
-  void arrive(int, const hal::CollectiveOp&, hal::CollectiveDone done) override {
+  void arrive(int, hal::SharedCollectiveOp, hal::CollectiveDone done) override {
     rt_.call_after(rt::us(30), [done = std::move(done)] { done(nullptr); });
   }
 

@@ -36,6 +36,10 @@ struct CollectiveOp {
   AllToAllRole role = AllToAllRole::plain;  // all_to_all only
 };
 
+// Ops are shared, not copied: a graph replays the same op objects step after step, and a group may keep
+// them (and know a call made of the very objects of an earlier one without comparing their contents).
+using SharedCollectiveOp = std::shared_ptr<const CollectiveOp>;
+
 // Completion of one member's part: null on success, otherwise why it failed.
 using CollectiveDone = std::function<void(const HalError* error)>;
 
@@ -46,7 +50,7 @@ class CommGroup {
   // Member rank r is members()[r].
   virtual const std::vector<DeviceId>& members() const = 0;
   // Member `rank` arrives with its part of the next collective of this group.
-  virtual void arrive(int rank, const CollectiveOp& op, CollectiveDone done) = 0;
+  virtual void arrive(int rank, SharedCollectiveOp op, CollectiveDone done) = 0;
 };
 
 class Collectives {

@@ -18,12 +18,12 @@ namespace nvl::hal {
 struct CollectiveCall {
   CollectiveCall(std::shared_ptr<CommGroup> in, int member, CollectiveOp part)
       : group(std::move(in)), rank(member), op(std::make_shared<const CollectiveOp>(std::move(part))) {}
-  CollectiveCall(std::shared_ptr<CommGroup> in, int member, std::shared_ptr<const CollectiveOp> part)
+  CollectiveCall(std::shared_ptr<CommGroup> in, int member, SharedCollectiveOp part)
       : group(std::move(in)), rank(member), op(std::move(part)) {}
 
   std::shared_ptr<CommGroup> group;
   int rank = 0;
-  std::shared_ptr<const CollectiveOp> op;
+  SharedCollectiveOp op;
 };
 
 // Kernels run back to back, shared rather than copied: a layer's attention kernels go into every

@@ -16,7 +16,7 @@ class Members final : public hal::CommGroup {
   }
   const std::string& name() const override { return name_; }
   const std::vector<hal::DeviceId>& members() const override { return members_; }
-  void arrive(int, const hal::CollectiveOp&, hal::CollectiveDone) override { ADD_FAILURE() << "not run here"; }
+  void arrive(int, hal::SharedCollectiveOp, hal::CollectiveDone) override { ADD_FAILURE() << "not run here"; }
 
  private:
   std::string name_ = "ep";

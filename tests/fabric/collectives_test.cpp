@@ -17,6 +17,11 @@ std::vector<hal::DeviceId> ranks(int n, int first = 0) {
   return m;
 }
 
+// Member `rank`'s part of a call, shared as a graph hands it to its group (a new object each time).
+hal::SharedCollectiveOp part(const std::vector<hal::CollectiveOp>& ops, int rank) {
+  return std::make_shared<const hal::CollectiveOp>(ops[static_cast<std::size_t>(rank)]);
+}
+
 std::vector<hal::CollectiveOp> same_op(int n, hal::CollectiveKind kind, std::uint64_t bytes) {
   hal::CollectiveOp op;
   op.kind = kind;
@@ -69,26 +74,70 @@ TEST(Collectives, FastAndExactAgreeOnRingNvlsTreeAndBroadcast) {
 }
 
 TEST(Collectives, IdenticalCallsArePricedOnce) {
+  // With the very same op objects every call (a graph replayed) and with equal ones made anew.
+  for (const bool same_objects : {true, false}) {
+    Rig r;
+    auto g = r.coll.create_group("ep64", ranks(64));
+    const auto ops = fabric::uniform_all_to_all(64, 14336, hal::AllToAllRole::moe_dispatch);
+    std::vector<hal::SharedCollectiveOp> kept;
+    for (int rank = 0; rank < 64; ++rank) kept.push_back(part(ops, rank));
+    // As in a decode graph: each rank arrives at the next call when its previous one is done.
+    int done = 0;
+    std::vector<int> calls(64, 0);
+    std::function<void(int)> next = [&](int rank) {
+      if (calls[static_cast<std::size_t>(rank)]++ == 150) return;
+      g->arrive(rank, same_objects ? kept[static_cast<std::size_t>(rank)] : part(ops, rank),
+                [&, rank](const hal::HalError* e) {
+                  EXPECT_EQ(e, nullptr);
+                  ++done;
+                  next(rank);
+                });
+    };
+    for (int rank = 0; rank < 64; ++rank) next(rank);
+    r.rt.run();
+    EXPECT_EQ(done, 150 * 64) << same_objects;
+    const auto& s = static_cast<fabric::FabricCommGroup&>(*g).stats();
+    EXPECT_EQ(s.priced, 1u) << same_objects;
+    EXPECT_EQ(s.fast, 150u) << same_objects;
+  }
+}
+
+TEST(Collectives, KeptOpObjectsOfTwoSignaturesAreNotConfused) {
+  // Two calls replayed in turn with the same objects each time, as a layer body's dispatch and combine:
+  // each is priced once, and each replay takes its own signature's time.
   Rig r;
   auto g = r.coll.create_group("ep64", ranks(64));
-  const auto ops = fabric::uniform_all_to_all(64, 14336, hal::AllToAllRole::moe_dispatch);
-  // As in a decode graph: each rank arrives at the next call when its previous one is done.
-  int done = 0;
-  std::vector<int> calls(64, 0);
-  std::function<void(int)> next = [&](int rank) {
-    if (calls[static_cast<std::size_t>(rank)]++ == 150) return;
-    g->arrive(rank, ops[static_cast<std::size_t>(rank)], [&, rank](const hal::HalError* e) {
-      EXPECT_EQ(e, nullptr);
-      ++done;
-      next(rank);
-    });
-  };
-  for (int rank = 0; rank < 64; ++rank) next(rank);
-  r.rt.run();
-  EXPECT_EQ(done, 150 * 64);
+  const auto small = fabric::uniform_all_to_all(64, 1 << 20, hal::AllToAllRole::moe_dispatch);
+  const auto large = fabric::uniform_all_to_all(64, 8 << 20, hal::AllToAllRole::moe_dispatch);
+  std::vector<hal::SharedCollectiveOp> a, b;
+  for (int rank = 0; rank < 64; ++rank) {
+    a.push_back(part(small, rank));
+    b.push_back(part(large, rank));
+  }
+  std::vector<rt::Duration> took;
+  for (int i = 0; i < 6; ++i) {
+    const auto& ops = i % 2 == 0 ? a : b;
+    const rt::Time start = r.rt.now();
+    rt::Time last = start;
+    for (int rank = 0; rank < 64; ++rank) {
+      g->arrive(rank, ops[static_cast<std::size_t>(rank)], [&](const hal::HalError* e) {
+        EXPECT_EQ(e, nullptr);
+        last = std::max(last, r.rt.now());
+      });
+    }
+    r.rt.run();
+    took.push_back(last - start);
+  }
   const auto& s = static_cast<fabric::FabricCommGroup&>(*g).stats();
-  EXPECT_EQ(s.priced, 1u);
-  EXPECT_EQ(s.fast, 150u);
+  EXPECT_EQ(s.priced, 2u);
+  EXPECT_LT(took[0] * 4, took[1]);  // eight times the bytes, bandwidth-bound
+  for (int i = 2; i < 6; ++i) EXPECT_EQ(took[static_cast<std::size_t>(i)], took[static_cast<std::size_t>(i % 2)]) << i;
+}
+
+TEST(Collectives, ArrivingWithoutAnOpIsAnError) {
+  Rig r;
+  auto g = r.coll.create_group("tp2", ranks(2));
+  EXPECT_THROW(g->arrive(0, nullptr, [](const hal::HalError*) {}), std::invalid_argument);
 }
 
 TEST(Collectives, AllToAllsDifferingInOneSendSizeArePricedApart) {
@@ -99,7 +148,7 @@ TEST(Collectives, AllToAllsDifferingInOneSendSizeArePricedApart) {
   b.back().send_bytes.back() += 4096;  // the last word of the signature: one token more to one peer
   const auto call = [&](const std::vector<hal::CollectiveOp>& ops) {
     for (int rank = 0; rank < 64; ++rank) {
-      g->arrive(rank, ops[static_cast<std::size_t>(rank)], [](const hal::HalError* e) { EXPECT_EQ(e, nullptr); });
+      g->arrive(rank, part(ops, rank), [](const hal::HalError* e) { EXPECT_EQ(e, nullptr); });
     }
     r.rt.run();
   };
@@ -119,7 +168,7 @@ TEST(Collectives, FastPathCountsTheWireBytesOnEveryLink) {
   const auto ops = fabric::uniform_all_to_all(8, pair_bytes, hal::AllToAllRole::moe_dispatch);
   for (int call = 0; call < 2; ++call) {
     for (int rank = 0; rank < 8; ++rank) {
-      g->arrive(rank, ops[static_cast<std::size_t>(rank)], [](const hal::HalError* e) { EXPECT_EQ(e, nullptr); });
+      g->arrive(rank, part(ops, rank), [](const hal::HalError* e) { EXPECT_EQ(e, nullptr); });
     }
     r.rt.run();
   }
@@ -144,7 +193,7 @@ TEST(Collectives, ManySignaturesKeepTheirAnswers) {
     const rt::Time start = r.rt.now();
     rt::Time last = start;
     for (int rank = 0; rank < 8; ++rank) {
-      g->arrive(rank, ops[static_cast<std::size_t>(rank)], [&](const hal::HalError* e) {
+      g->arrive(rank, part(ops, rank), [&](const hal::HalError* e) {
         EXPECT_EQ(e, nullptr);
         last = std::max(last, r.rt.now());
       });
@@ -173,7 +222,7 @@ TEST(Collectives, SlowMemberDelaysEveryone) {
   for (int rank = 0; rank < 8; ++rank) {
     const rt::Time at = rt::Time::zero() + (rank == 3 ? rt::us(500) : rt::Duration());
     r.rt.call_at(at, [&, rank] {
-      g->arrive(rank, ops[static_cast<std::size_t>(rank)], [&, rank](const hal::HalError*) { done[static_cast<std::size_t>(rank)] = r.rt.now(); });
+      g->arrive(rank, part(ops, rank), [&, rank](const hal::HalError*) { done[static_cast<std::size_t>(rank)] = r.rt.now(); });
     });
   }
   r.rt.run();
@@ -191,7 +240,7 @@ TEST(Collectives, CompetingTrafficTakesTheExactPathAndSlowsTheCollective) {
   rt::Time last;
   r.rt.call_at(rt::Time::from_ns(1000), [&] {
     for (int rank = 0; rank < 8; ++rank) {
-      g->arrive(rank, ops[static_cast<std::size_t>(rank)], [&](const hal::HalError*) { last = std::max(last, r.rt.now()); });
+      g->arrive(rank, part(ops, rank), [&](const hal::HalError*) { last = std::max(last, r.rt.now()); });
     }
   });
   r.rt.run();
@@ -207,7 +256,7 @@ TEST(Collectives, DownLinkFailsTheCallNamingIt) {
   const auto ops = fabric::uniform_all_to_all(4, 1024, hal::AllToAllRole::moe_combine);
   std::vector<std::string> errors;
   for (int rank = 0; rank < 4; ++rank) {
-    g->arrive(rank, ops[static_cast<std::size_t>(rank)], [&](const hal::HalError* e) { errors.push_back(e ? e->what() : ""); });
+    g->arrive(rank, part(ops, rank), [&](const hal::HalError* e) { errors.push_back(e ? e->what() : ""); });
   }
   r.rt.run();
   ASSERT_EQ(errors.size(), 4u);
@@ -222,7 +271,7 @@ TEST(Collectives, LinkLostMidCollectiveFailsEveryMember) {
     const auto ops = fabric::uniform_all_to_all(4, 1 << 30, hal::AllToAllRole::plain);
     std::vector<std::string> errors;
     for (int rank = 0; rank < 4; ++rank) {
-      g->arrive(rank, ops[static_cast<std::size_t>(rank)], [&](const hal::HalError* e) { errors.push_back(e ? e->what() : ""); });
+      g->arrive(rank, part(ops, rank), [&](const hal::HalError* e) { errors.push_back(e ? e->what() : ""); });
     }
     r.rt.call_at(rt::Time::from_ns(200'000), [&] { r.fab.set_element_down("rack0/nvswitch3", true); });
     r.rt.call_at(rt::Time::from_ns(300'000), [&] { r.fab.set_element_down("rack0/tray0/gpu2", true); });
@@ -239,12 +288,12 @@ TEST(Collectives, DisagreeingMembersFail) {
   ops[1].bytes = 2048;
   std::vector<std::string> errors;
   for (int rank = 0; rank < 2; ++rank) {
-    g->arrive(rank, ops[static_cast<std::size_t>(rank)], [&](const hal::HalError* e) { errors.push_back(e ? e->what() : ""); });
+    g->arrive(rank, part(ops, rank), [&](const hal::HalError* e) { errors.push_back(e ? e->what() : ""); });
   }
   r.rt.run();
   ASSERT_EQ(errors.size(), 2u);
   EXPECT_NE(errors[0].find("rank 1 arrived with all_reduce 'op' of 2048 bytes"), std::string::npos) << errors[0];
-  EXPECT_THROW(g->arrive(2, ops[0], [](const hal::HalError*) {}), std::out_of_range);
+  EXPECT_THROW(g->arrive(2, part(ops, 0), [](const hal::HalError*) {}), std::out_of_range);
 }
 
 TEST(Collectives, SendRecvMovesBytesBetweenPeers) {

@@ -59,7 +59,7 @@ TEST(CommGroupFaults, GpuLostBeforeArrivingFailsTheOthersInsteadOfDeadlocking) {
   auto& fg = static_cast<fabric::FabricCommGroup&>(*g);
   EXPECT_TRUE(fg.member_down(3));
   std::string later;
-  fg.arrive(0, all_reduce(1024), [&](const hal::HalError* e) { later = e ? e->what() : "ok"; });
+  fg.arrive(0, std::make_shared<const hal::CollectiveOp>(all_reduce(1024)), [&](const hal::HalError* e) { later = e ? e->what() : "ok"; });
   rt.run();
   EXPECT_NE(later.find("aborted"), std::string::npos) << later;
 }
@@ -71,7 +71,7 @@ TEST(CommGroupFaults, GpuLostWhileTheCollectiveRunsFailsIt) {
   std::vector<std::string> errors(4);
   bool all_arrived = false;
   for (int r = 0; r < 4; ++r) {
-    g->arrive(r, all_reduce(1ULL << 32), [&errors, r](const hal::HalError* e) {
+    g->arrive(r, std::make_shared<const hal::CollectiveOp>(all_reduce(1ULL << 32)), [&errors, r](const hal::HalError* e) {
       errors[static_cast<std::size_t>(r)] = e ? e->what() : "";
     });
   }

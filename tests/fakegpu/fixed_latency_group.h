@@ -18,8 +18,8 @@ class FixedLatencyGroup final : public hal::CommGroup {
   const std::string& name() const override { return name_; }
   const std::vector<hal::DeviceId>& members() const override { return members_; }
 
-  void arrive(int rank, const hal::CollectiveOp& op, hal::CollectiveDone done) override {
-    arrivals.push_back({rank, op.name, rt_.now()});
+  void arrive(int rank, hal::SharedCollectiveOp op, hal::CollectiveDone done) override {
+    arrivals.push_back({rank, op->name, rt_.now()});
     pending_.push_back(std::move(done));
     if (pending_.size() < members_.size()) return;
     auto dones = std::move(pending_);
