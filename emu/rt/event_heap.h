@@ -34,16 +34,8 @@ class EventHeap {
   void push(std::int64_t t, std::int32_t prio, std::uint64_t seq, std::uint32_t slot) {
     if (seq > kMaxSeq) throw std::overflow_error("event heap: more than 2^48 events scheduled in one run");
     const Entry e{static_cast<std::uint64_t>(t) ^ kSignBit, (rank_of(prio) << kSeqBits) | seq, slot};
-    // Sift up with a hole: parents move down until e's place is found, then e is written once.
-    std::size_t i = entries_.size();
     entries_.push_back(e);
-    while (i > 0) {
-      const std::size_t parent = (i - 1) / kArity;
-      if (!before(e, entries_[parent])) break;
-      entries_[i] = entries_[parent];
-      i = parent;
-    }
-    entries_[i] = e;
+    sift_up(entries_.size() - 1, e);
   }
 
   void pop() {
@@ -51,7 +43,10 @@ class EventHeap {
     entries_.pop_back();
     const std::size_t n = entries_.size();
     if (n == 0) return;
-    // Sift the former last entry down from the root with a hole.
+    // Floyd's pop: the hole left at the root moves down to a leaf along the earliest children, without
+    // comparing them with the former last entry, which then rises from there. That entry was a leaf, so
+    // it mostly belongs near the bottom: this saves a comparison, and a branch that is hard to predict,
+    // per level.
     std::size_t i = 0;
     for (std::size_t first = 1; first < n; first = kArity * i + 1) {
       std::size_t child = first;
@@ -62,14 +57,25 @@ class EventHeap {
       } else {
         for (std::size_t c = first + 1; c < n; ++c) child = before(entries_[c], entries_[child]) ? c : child;
       }
-      if (!before(entries_[child], last)) break;
       entries_[i] = entries_[child];
       i = child;
     }
-    entries_[i] = last;
+    sift_up(i, last);
   }
 
  private:
+  // Puts e in the hole at i or above it: parents later than e move down until e's place is found, then
+  // e is written once.
+  void sift_up(std::size_t i, const Entry& e) {
+    while (i > 0) {
+      const std::size_t parent = (i - 1) / kArity;
+      if (!before(e, entries_[parent])) break;
+      entries_[i] = entries_[parent];
+      i = parent;
+    }
+    entries_[i] = e;
+  }
+
   static constexpr std::size_t kArity = 4;  // pop() compares four children as two pairs
   static constexpr std::uint64_t kSignBit = std::uint64_t{1} << 63;
   static constexpr int kSeqBits = 48;
