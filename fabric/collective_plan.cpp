@@ -9,10 +9,23 @@ namespace {
 
 class Planner {
  public:
-  Planner(const Fabric& f, const std::vector<hal::DeviceId>& m, CollectivePlan& plan)
+  // pairs: the flows are all-to-all ones (all_to_all), routed through plan.pair_routes.
+  Planner(const Fabric& f, const std::vector<hal::DeviceId>& m, CollectivePlan& plan, bool pairs)
       : fabric_(f), members_(m), plan_(plan) {
     plan_.flows.clear();
+    CollectivePlan::PairRoutes& known = plan_.pair_routes;
+    const std::size_t n = members_.size();
+    // (A plan moved from, to run as live flows, has no routes left.)
+    if (pairs && known.valid && known.fabric_routes == fabric_.routes_version() && known.members == members_ &&
+        known.routes.size() == n * n) {
+      return;
+    }
     plan_.channels.clear();
+    known.valid = pairs;
+    if (!pairs) return;
+    known.members = members_;
+    known.fabric_routes = fabric_.routes_version();
+    known.routes.assign(n * n, CollectivePlan::PairRoute{});
   }
 
   void flow(int src, int dst, double bytes, double efficiency) {
@@ -23,6 +36,33 @@ class Planner {
     max_latency_ = std::max(max_latency_, latency);
     plan_.flows.push_back(
         PlannedFlow{src, dst, first, static_cast<int>(plan_.channels.size()) - first, bytes / efficiency, latency});
+  }
+  // flow() for every pair of an all-to-all (ops[i].send_bytes[j] from member i to j). Each pair is routed
+  // once, as flow() would route it, and checked on every use as Fabric::append_gpu_route checks its own
+  // memory. Counts and the latency bound are kept in locals: the flows' stores could alias members.
+  void all_to_all(const std::vector<hal::SharedCollectiveOp>& ops, double efficiency) {
+    const std::size_t n = members_.size();
+    std::vector<CollectivePlan::PairRoute>& known = plan_.pair_routes.routes;
+    const bool links_down = fabric_.flows().dead_channels() > 0;
+    rt::Duration max_latency = max_latency_;
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::vector<std::uint64_t>& row = ops[i]->send_bytes;
+      for (std::size_t j = 0; j < n; ++j) {
+        if (row[j] == 0 || i == j) continue;
+        CollectivePlan::PairRoute& route = known[i * n + j];
+        if (route.first < 0) {
+          route.first = static_cast<int>(plan_.channels.size());
+          route.latency = fabric_.append_gpu_route(members_[i], members_[j], plan_.channels);
+          route.count = static_cast<int>(plan_.channels.size()) - route.first;
+        } else if (links_down) {
+          check_route(route, members_[i], members_[j]);
+        }
+        max_latency = std::max(max_latency, route.latency);
+        plan_.flows.push_back(PlannedFlow{static_cast<int>(i), static_cast<int>(j), route.first, route.count,
+                                          static_cast<double>(row[j]) / efficiency, route.latency});
+      }
+    }
+    max_latency_ = max_latency;
   }
   // NVLS: traffic between a member and the switch, on its NVLink channel up (to_switch) or down.
   void switch_flow(int rank, bool to_switch, double bytes, double efficiency) {
@@ -42,6 +82,15 @@ class Planner {
   }
 
  private:
+  // A link of a known route may have gone down since: route() then names it, as it would have without
+  // the memory.
+  void check_route(const CollectivePlan::PairRoute& route, hal::DeviceId from, hal::DeviceId to) const {
+    const auto first = plan_.channels.begin() + route.first;
+    if (std::any_of(first, first + route.count, [&](int c) { return fabric_.flows().capacity(c) <= 0; })) {
+      fabric_.route(Endpoint::gpu(from), Endpoint::gpu(to), hal::RdmaPath::automatic);
+    }
+  }
+
   const Fabric& fabric_;
   const std::vector<hal::DeviceId>& members_;
   CollectivePlan& plan_;
@@ -64,7 +113,7 @@ void plan_collective(const Fabric& fabric, const std::vector<hal::DeviceId>& mem
   const double s = static_cast<double>(op.bytes);
   const double dn = static_cast<double>(n);
   const bool nvls = cp.nvls_available && one_domain(fabric, members) && n > 1 && op.bytes > cp.tree_max_bytes;
-  Planner p(fabric, members, plan);
+  Planner p(fabric, members, plan, op.kind == hal::CollectiveKind::all_to_all);
   auto ring = [&](double per_rank, int steps, const char* name) {
     for (int r = 0; r < n; ++r) p.flow(r, (r + 1) % n, per_rank, cp.ring.efficiency);
     return p.finish(name, cp.ring.launch + cp.ring.per_step * steps, rt::Duration());
@@ -74,9 +123,7 @@ void plan_collective(const Fabric& fabric, const std::vector<hal::DeviceId>& mem
       const AllToAllKernel& k = op.role == hal::AllToAllRole::moe_dispatch  ? cp.a2a_dispatch
                                 : op.role == hal::AllToAllRole::moe_combine ? cp.a2a_combine
                                                                             : cp.a2a_plain;
-      for (int i = 0; i < n; ++i) {
-        for (int j = 0; j < n; ++j) p.flow(i, j, static_cast<double>(ops[static_cast<std::size_t>(i)]->send_bytes[static_cast<std::size_t>(j)]), k.efficiency);
-      }
+      p.all_to_all(ops, k.efficiency);
       return p.finish("one-sided", k.launch + k.per_peer * (n - 1), k.sync);
     }
     case hal::CollectiveKind::all_reduce:

@@ -3,6 +3,7 @@
 // all-to-all as direct one-sided writes between every pair; all-reduce as a tree for small buffers,
 // NVLS (NVLink SHARP: reduction in the NVSwitch) inside one NVLink domain, else a ring; all-gather and
 // reduce-scatter as NVLS or ring; broadcast as a pipelined chain; send/recv as one flow per sender.
+#include <cstdint>
 #include <span>
 #include <string>
 #include <vector>
@@ -29,8 +30,23 @@ struct CollectivePlan {
   rt::Duration sync_latency;
   std::vector<PlannedFlow> flows;
   // Every flow's route, one after another (one array rather than a vector per flow: an EP all-to-all has
-  // thousands of flows).
+  // thousands of flows). An all-to-all's flows point into the routes of pair_routes instead.
   std::vector<int> channels;
+  // plan_collective's memory for all-to-all plans, kept for the next plan of the same members while the
+  // fabric's routes stand (re-routing every pair per plan was a large part of pricing one): where each
+  // pair's route lies in `channels`, filled as pairs are asked for.
+  struct PairRoute {
+    int first = -1;  // -1: not routed yet
+    int count = 0;
+    rt::Duration latency;
+  };
+  struct PairRoutes {
+    std::vector<hal::DeviceId> members;
+    std::uint64_t fabric_routes = 0;  // Fabric::routes_version() they were taken at
+    bool valid = false;               // `channels` holds them (other plans reuse it)
+    std::vector<PairRoute> routes;    // by src * members + dst
+  };
+  PairRoutes pair_routes;
 
   std::span<const int> route(const PlannedFlow& f) const {
     return {channels.data() + f.first_channel, static_cast<std::size_t>(f.channel_count)};

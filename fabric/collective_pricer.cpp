@@ -3,13 +3,68 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <span>
 
 namespace nvl::fabric {
 
+namespace {
+
+// The least remaining bytes among a round's flows, by independent running minimums (a single one would
+// be a chain of dependent compares). A minimum does not depend on the order it is taken in.
+double least_remaining(std::span<const int> flows, const double* remaining) {
+  constexpr double kNone = std::numeric_limits<double>::infinity();
+  double m0 = kNone, m1 = kNone, m2 = kNone, m3 = kNone;
+  std::size_t k = 0;
+  for (; k + 4 <= flows.size(); k += 4) {
+    m0 = std::min(m0, remaining[static_cast<std::size_t>(flows[k])]);
+    m1 = std::min(m1, remaining[static_cast<std::size_t>(flows[k + 1])]);
+    m2 = std::min(m2, remaining[static_cast<std::size_t>(flows[k + 2])]);
+    m3 = std::min(m3, remaining[static_cast<std::size_t>(flows[k + 3])]);
+  }
+  for (; k < flows.size(); ++k) m0 = std::min(m0, remaining[static_cast<std::size_t>(flows[k])]);
+  return std::min(std::min(m0, m1), std::min(m2, m3));
+}
+
+}  // namespace
+
+void CollectivePricer::sum_channel_bytes(const CollectivePlan& plan) {
+  // Each channel's sum runs over its flows in flow order (as the flows' own order would add them). Four
+  // channels at a time, as independent chains of additions: one at a time waits on every addition.
+  const std::size_t channels = global_.size();
+  local_bytes_.resize(channels);
+  auto bytes = [&](int f) { return plan.flows[static_cast<std::size_t>(f)].wire_bytes; };
+  std::size_t l = 0;
+  for (; l + 4 <= channels; l += 4) {
+    std::span<const int> on[4];
+    double sum[4] = {0, 0, 0, 0};
+    std::size_t common = std::numeric_limits<std::size_t>::max();
+    for (std::size_t q = 0; q < 4; ++q) {
+      on[q] = fill_.flows_on(static_cast<int>(l + q));
+      common = std::min(common, on[q].size());
+    }
+    for (std::size_t k = 0; k < common; ++k) {
+      sum[0] += bytes(on[0][k]);
+      sum[1] += bytes(on[1][k]);
+      sum[2] += bytes(on[2][k]);
+      sum[3] += bytes(on[3][k]);
+    }
+    for (std::size_t q = 0; q < 4; ++q) {
+      for (std::size_t k = common; k < on[q].size(); ++k) sum[q] += bytes(on[q][k]);
+      local_bytes_[l + q] = sum[q];
+    }
+  }
+  for (; l < channels; ++l) {
+    double sum = 0;
+    for (int f : fill_.flows_on(static_cast<int>(l))) sum += bytes(f);
+    local_bytes_[l] = sum;
+  }
+}
+
 const std::vector<int>& CollectivePricer::load(const CollectivePlan& plan, const Fabric& fabric) {
   plan_ = &plan;
-  // Local channel indices, in order of first use; each flow's path in them.
-  local_.assign(fabric.topology().channels().size(), -1);
+  // Local channel indices, in order of first use; each flow's path in them. local_ is all -1 between
+  // loads.
+  local_.resize(fabric.topology().channels().size(), -1);
   global_.clear();
   cap_.clear();
   offset_.assign(1, 0);
@@ -27,36 +82,39 @@ const std::vector<int>& CollectivePricer::load(const CollectivePlan& plan, const
     offset_.push_back(static_cast<int>(path_.size()));
   }
   fill_.set_flows(cap_.size(), offset_, path_);
+  sum_channel_bytes(plan);
   channels_.assign(global_.begin(), global_.end());
   std::sort(channels_.begin(), channels_.end());
+  channel_bytes_.resize(channels_.size());
+  for (std::size_t i = 0; i < channels_.size(); ++i) {
+    channel_bytes_[i] = local_bytes_[static_cast<std::size_t>(local_[static_cast<std::size_t>(channels_[i])])];
+  }
+  for (int c : global_) local_[static_cast<std::size_t>(c)] = -1;
   return channels_;
 }
 
 void CollectivePricer::price(int members, std::vector<rt::Duration>& done, std::vector<double>& channel_bytes) {
   const CollectivePlan& plan = *plan_;
   const std::size_t flows = plan.flows.size();
-  // A channel's bytes summed over its flows in flow order (as the flows' own order would add them),
-  // before any flow leaves the fill.
-  channel_bytes.resize(channels_.size());
-  for (std::size_t i = 0; i < channels_.size(); ++i) {
-    double bytes = 0;
-    for (int f : fill_.flows_on(local_[static_cast<std::size_t>(channels_[i])])) {
-      bytes += plan.flows[static_cast<std::size_t>(f)].wire_bytes;
-    }
-    channel_bytes[i] = bytes;
-  }
+  channel_bytes.assign(channel_bytes_.begin(), channel_bytes_.end());
   done.assign(static_cast<std::size_t>(members), plan.overhead + plan.sync_latency);
   remaining_.resize(flows);
   done_below_.resize(flows);
-  active_.clear();
+  active_.resize(flows);
+  finished_.resize(flows);
+  // Plain pointers in locals: stores through the arrays could otherwise be taken to change the members.
+  double* remaining = remaining_.data();
+  double* done_below = done_below_.data();
+  int* active = active_.data();
   for (std::size_t i = 0; i < flows; ++i) {
-    remaining_[i] = plan.flows[i].wire_bytes;
-    done_below_[i] = 1e-9 * plan.flows[i].wire_bytes;
-    active_.push_back(static_cast<int>(i));
+    remaining[i] = plan.flows[i].wire_bytes;
+    done_below[i] = 1e-9 * plan.flows[i].wire_bytes;
+    active[i] = static_cast<int>(i);
   }
+  std::size_t active_count = flows;
   // Solved again after each completion, with the finished flows taken out.
   double t = 0;  // seconds since the data started to move
-  while (!active_.empty()) {
+  while (active_count > 0) {
     fill_.solve(cap_, rate_);
     // The first completion: the least remaining / rate. The flows of a round share one rate, and
     // dividing by it keeps order, so its least remaining gives its least quotient exactly.
@@ -64,31 +122,38 @@ void CollectivePricer::price(int members, std::vector<rt::Duration>& done, std::
     for (std::size_t k = 0; k < fill_.rounds(); ++k) {
       const double rate = fill_.round_rate(k);
       if (rate <= 0) continue;
-      double least = std::numeric_limits<double>::infinity();
-      for (int i : fill_.round_flows(k)) least = std::min(least, remaining_[static_cast<std::size_t>(i)]);
-      dt = std::min(dt, least / rate);
+      dt = std::min(dt, least_remaining(fill_.round_flows(k), remaining) / rate);
     }
     if (!std::isfinite(dt)) break;  // nothing can move: the plan's routes were checked, so capacities are zero
     t += dt;
     const rt::Duration data_done = plan.overhead + rt::ns(static_cast<std::int64_t>(std::ceil(t * 1e9)));
+    // Without a branch per flow (which flows finish is hard to predict): the kept ones are packed at the
+    // front of active_ and the finished ones listed in finished_, then handled.
+    const double* rate = rate_.data();
+    int* finished = finished_.data();
     std::size_t kept = 0;
-    for (int i : active_) {
+    std::size_t finished_count = 0;
+    for (std::size_t k = 0; k < active_count; ++k) {
+      const int i = active[k];
       const auto u = static_cast<std::size_t>(i);
-      double& rem = remaining_[u];
-      rem -= rate_[u] * dt;
-      if (rem <= done_below_[u]) {
-        const PlannedFlow& f = plan.flows[u];
-        const rt::Duration end = data_done + f.latency;
-        for (int m : {f.src_rank, f.dst_rank}) {
-          auto& d = done[static_cast<std::size_t>(m)];
-          d = std::max(d, end);
-        }
-        fill_.remove(i);
-      } else {
-        active_[kept++] = i;
-      }
+      const double rem = remaining[u] - rate[u] * dt;
+      remaining[u] = rem;
+      const std::size_t ends = rem <= done_below[u] ? 1 : 0;
+      active[kept] = i;
+      kept += 1 - ends;
+      finished[finished_count] = i;
+      finished_count += ends;
     }
-    active_.resize(kept);
+    for (std::size_t k = 0; k < finished_count; ++k) {
+      const PlannedFlow& f = plan.flows[static_cast<std::size_t>(finished[k])];
+      const rt::Duration end = data_done + f.latency;
+      for (int m : {f.src_rank, f.dst_rank}) {
+        auto& d = done[static_cast<std::size_t>(m)];
+        d = std::max(d, end);
+      }
+      fill_.remove(finished[k]);
+    }
+    active_count = kept;
   }
 }
 

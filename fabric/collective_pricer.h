@@ -20,13 +20,18 @@ class CollectivePricer {
   void price(int members, std::vector<rt::Duration>& done, std::vector<double>& channel_bytes);
 
  private:
+  // local_bytes_ from the loaded flows.
+  void sum_channel_bytes(const CollectivePlan& plan);
+
   const CollectivePlan* plan_ = nullptr;
   WaterFill fill_;
-  std::vector<int> local_;      // per fabric channel: its index in the plan's channels, -1 when unused
+  std::vector<int> local_;      // per fabric channel: its index in the plan's channels; -1 (all) between loads
   std::vector<int> global_;     // per local channel: the fabric channel
   std::vector<int> channels_;   // global_, ascending
-  std::vector<int> offset_, path_, active_;
+  std::vector<int> offset_, path_, active_, finished_;
   std::vector<double> cap_;
+  std::vector<double> local_bytes_;    // per local channel: its wire bytes
+  std::vector<double> channel_bytes_;  // the same per channel of channels_
   std::vector<double> rate_, remaining_, done_below_;  // by flow; done_below_: what counts as arrived
 };
 

@@ -68,6 +68,8 @@ class Fabric {
   // route() between two GPUs by the automatic path, remembered: a collective plans thousands of flows
   // between the same GPUs. Appends the channels to `channels` and returns the latency; throws as route().
   rt::Duration append_gpu_route(hal::DeviceId src, hal::DeviceId dst, std::vector<int>& channels) const;
+  // Changes whenever append_gpu_route forgets its memory, so that callers keeping routes know to drop them.
+  std::uint64_t routes_version() const { return routes_version_; }
 
   // Moves `bytes` from src to dst. The flow carries bytes / efficiency on the wire (the achievable share
   // of link bandwidth) after `overhead` (posting, launch); done runs when the last byte has arrived.
@@ -148,6 +150,7 @@ class Fabric {
   };
   mutable std::vector<std::vector<KnownRoute>> known_routes_;
   mutable std::vector<int> known_channels_;
+  std::uint64_t routes_version_ = 0;
   std::vector<double> held_bytes_;
   TransferObserver transfer_observer_;
 };

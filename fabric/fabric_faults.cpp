@@ -99,6 +99,7 @@ void Fabric::set_element_down(std::string_view name, bool down) {
 void Fabric::forget_routes() {
   for (auto& row : known_routes_) row.clear();
   known_channels_.clear();
+  ++routes_version_;
 }
 
 void Fabric::partition(const std::vector<hal::HostId>& a, const std::vector<hal::HostId>& b) {

@@ -16,21 +16,24 @@ void WaterFill::set_flows(std::size_t channels, std::span<const int> offset, std
   offset_ = offset;
   path_ = path;
   const std::size_t flows = offset.empty() ? 0 : offset.size() - 1;
+  pairs_ = path.size() == 2 * flows;
+  for (std::size_t f = 0; pairs_ && f < flows; ++f) {
+    pairs_ = offset[f + 1] == offset[f] + 2 && path[2 * f] != path[2 * f + 1];
+  }
   present_.assign(channels, 0);
-  for (int c : path) ++present_[static_cast<std::size_t>(c)];
   adj_begin_.resize(channels);
   adj_end_.resize(channels);
-  int at = 0;
-  for (std::size_t c = 0; c < channels; ++c) {
-    adj_begin_[c] = at;
-    adj_end_[c] = at;  // the fill cursor until every flow is listed
-    at += present_[c];
-  }
   adj_.resize(path.size());
-  for (std::size_t f = 0; f < flows; ++f) {
-    for (int i = offset[f]; i < offset[f + 1]; ++i) {
-      const auto c = static_cast<std::size_t>(path[static_cast<std::size_t>(i)]);
-      adj_[static_cast<std::size_t>(adj_end_[c]++)] = static_cast<int>(f);
+  if (pairs_) {
+    set_pairs(flows, path);
+  } else {
+    for (int c : path) ++present_[static_cast<std::size_t>(c)];
+    list_from_present();
+    for (std::size_t f = 0; f < flows; ++f) {
+      for (int i = offset[f]; i < offset[f + 1]; ++i) {
+        const auto c = static_cast<std::size_t>(path[static_cast<std::size_t>(i)]);
+        adj_[static_cast<std::size_t>(adj_end_[c]++)] = static_cast<int>(f);
+      }
     }
   }
   removed_.assign(flows, 0);
@@ -39,10 +42,64 @@ void WaterFill::set_flows(std::size_t channels, std::span<const int> offset, std
   if (seen_.size() < channels) seen_.resize(channels, 0);
 }
 
+void WaterFill::list_from_present() {
+  int at = 0;
+  for (std::size_t c = 0; c < present_.size(); ++c) {
+    adj_begin_[c] = at;
+    adj_end_[c] = at;  // the fill cursor until every flow is listed
+    at += present_[c];
+  }
+}
+
+void WaterFill::set_pairs(std::size_t flows, std::span<const int> path) {
+  // Runs of flows share their first channel (an all-to-all's sender, row by row): its count and list
+  // cursor stay in a register along a run, rather than each flow waiting on the last one's store.
+  // Within a run the second channels differ from the first, so no other update touches them.
+  int run = -1;
+  int run_length = 0;
+  for (std::size_t f = 0; f < flows; ++f) {
+    const int a = path[2 * f];
+    ++present_[static_cast<std::size_t>(path[2 * f + 1])];
+    if (a != run) {
+      if (run >= 0) present_[static_cast<std::size_t>(run)] += run_length;
+      run = a;
+      run_length = 0;
+    }
+    ++run_length;
+  }
+  if (run >= 0) present_[static_cast<std::size_t>(run)] += run_length;
+  list_from_present();
+  adj_other_.resize(path.size());
+  run = -1;
+  int at_run = 0;
+  for (std::size_t f = 0; f < flows; ++f) {
+    const int a = path[2 * f];
+    const int b = path[2 * f + 1];
+    if (a != run) {
+      if (run >= 0) adj_end_[static_cast<std::size_t>(run)] = at_run;
+      run = a;
+      at_run = adj_end_[static_cast<std::size_t>(a)];
+    }
+    adj_[static_cast<std::size_t>(at_run)] = static_cast<int>(f);
+    adj_other_[static_cast<std::size_t>(at_run)] = b;
+    ++at_run;
+    const int at_b = adj_end_[static_cast<std::size_t>(b)]++;
+    adj_[static_cast<std::size_t>(at_b)] = static_cast<int>(f);
+    adj_other_[static_cast<std::size_t>(at_b)] = a;
+  }
+  if (run >= 0) adj_end_[static_cast<std::size_t>(run)] = at_run;
+}
+
 void WaterFill::remove(int flow) {
   const auto f = static_cast<std::size_t>(flow);
   if (removed_[f]) return;
   removed_[f] = 1;
+  if (pairs_) {
+    --present_[static_cast<std::size_t>(path_[2 * f])];
+    --present_[static_cast<std::size_t>(path_[2 * f + 1])];
+    removed_crossings_ += 2;
+    return;
+  }
   for (int i = offset_[f]; i < offset_[f + 1]; ++i) {
     --present_[static_cast<std::size_t>(path_[static_cast<std::size_t>(i)])];
   }
@@ -52,9 +109,13 @@ void WaterFill::remove(int flow) {
 void WaterFill::compact() {
   for (std::size_t c = 0; c < adj_begin_.size(); ++c) {
     int kept = adj_begin_[c];
+    // Without a branch per entry: which flows were removed is hard to predict.
     for (int i = adj_begin_[c]; i < adj_end_[c]; ++i) {
-      const int f = adj_[static_cast<std::size_t>(i)];
-      if (!removed_[static_cast<std::size_t>(f)]) adj_[static_cast<std::size_t>(kept++)] = f;
+      const auto at = static_cast<std::size_t>(i);
+      const int f = adj_[at];
+      adj_[static_cast<std::size_t>(kept)] = f;
+      if (pairs_) adj_other_[static_cast<std::size_t>(kept)] = adj_other_[at];
+      kept += 1 - removed_[static_cast<std::size_t>(f)];
     }
     adj_end_[c] = kept;
   }
@@ -89,22 +150,44 @@ std::size_t WaterFill::fix_channel(std::size_t uc, double r, std::vector<double>
   double* rates = rate.data();
   std::size_t fixed_count = fixed_count_;
   std::size_t touched_count = 0;
-  for (int i = adj_begin_[uc]; i < adj_end_[uc]; ++i) {
-    const auto f = static_cast<std::size_t>(adj_[static_cast<std::size_t>(i)]);
-    if (fixed[f]) continue;
-    fixed[f] = 1;
-    rates[f] = r;
-    order[fixed_count++] = static_cast<int>(f);
-    for (int j = offset[f]; j < offset[f + 1]; ++j) {
-      const auto c2 = static_cast<std::size_t>(path[j]);
-      // Every flow of uc is fixed by this call: its count drops to zero below, and its own share is
-      // never read again, so it is not charged.
-      if (c2 == uc) continue;
+  const int* first = adj_.data() + adj_begin_[uc];
+  const int* last = adj_.data() + adj_end_[uc];
+  if (pairs_) {
+    const int* other = adj_other_.data() + adj_begin_[uc];
+    // Every flow crosses uc and one other channel (an all-to-all over NVLink: its sender's link up, its
+    // receiver's down), listed beside it.
+    for (const int* a = first; a != last; ++a, ++other) {
+      const auto f = static_cast<std::size_t>(*a);
+      if (fixed[f]) continue;
+      fixed[f] = 1;
+      rates[f] = r;
+      order[fixed_count++] = static_cast<int>(f);
+      const auto c2 = static_cast<std::size_t>(*other);
       --unfixed[c2];
       remaining[c2] -= r;
       if (seen[c2] != round) {
         seen[c2] = round;
         touched[touched_count++] = static_cast<int>(c2);
+      }
+    }
+  } else {
+    for (const int* a = first; a != last; ++a) {
+      const auto f = static_cast<std::size_t>(*a);
+      if (fixed[f]) continue;
+      fixed[f] = 1;
+      rates[f] = r;
+      order[fixed_count++] = static_cast<int>(f);
+      for (int j = offset[f]; j < offset[f + 1]; ++j) {
+        const auto c2 = static_cast<std::size_t>(path[j]);
+        // Every flow of uc is fixed by this call: its count drops to zero below, and its own share is
+        // never read again, so it is not charged.
+        if (c2 == uc) continue;
+        --unfixed[c2];
+        remaining[c2] -= r;
+        if (seen[c2] != round) {
+          seen[c2] = round;
+          touched[touched_count++] = static_cast<int>(c2);
+        }
       }
     }
   }
@@ -114,6 +197,29 @@ std::size_t WaterFill::fix_channel(std::size_t uc, double r, std::vector<double>
   round_rate_.push_back(r);
   return touched_count;
 }
+
+namespace {
+
+// The first channel with the smallest share, as a scan keeping the first strictly smaller one finds it:
+// the least share by independent running minimums (no chain of dependent compares), then its first
+// occurrence. Shares are never NaN (finite capacities), so a least share always occurs.
+std::size_t first_least(const double* share, std::size_t channels) {
+  double m0 = share[0], m1 = share[0], m2 = share[0], m3 = share[0];
+  std::size_t c = 0;
+  for (; c + 4 <= channels; c += 4) {
+    m0 = std::min(m0, share[c]);
+    m1 = std::min(m1, share[c + 1]);
+    m2 = std::min(m2, share[c + 2]);
+    m3 = std::min(m3, share[c + 3]);
+  }
+  for (; c < channels; ++c) m0 = std::min(m0, share[c]);
+  const double least = std::min(std::min(m0, m1), std::min(m2, m3));
+  c = 0;
+  while (share[c] != least) ++c;
+  return c;
+}
+
+}  // namespace
 
 void WaterFill::fill(std::vector<double>& rate) {
   const std::size_t channels = remaining_.size();
@@ -128,23 +234,36 @@ void WaterFill::fill(std::vector<double>& rate) {
     // computed when it changes rather than on every scan; a channel without unfixed flows scans as +inf.
     constexpr double kNone = std::numeric_limits<double>::infinity();
     share_.resize(channels);
+    numerator_.resize(channels);
+    denominator_.resize(channels);
     std::size_t live = 0;
+    // Divided unconditionally (a channel without flows divides by one, unused), so that the loop runs
+    // two divisions at a time.
+    for (std::size_t c = 0; c < channels; ++c) share_[c] = remaining_[c] / std::max(unfixed_[c], 1);
     for (std::size_t c = 0; c < channels; ++c) {
-      share_[c] = unfixed_[c] > 0 ? remaining_[c] / unfixed_[c] : kNone;
-      live += unfixed_[c] > 0 ? 1 : 0;
+      if (unfixed_[c] > 0) {
+        ++live;
+      } else {
+        share_[c] = kNone;
+      }
     }
     while (live > 0) {
-      std::size_t best = 0;
-      for (std::size_t c = 1; c < channels; ++c) {
-        if (share_[c] < share_[best]) best = c;
-      }
+      const std::size_t best = first_least(share_.data(), channels);
       const std::size_t touched = fix_channel(best, std::max(share_[best], 0.0), rate);
       share_[best] = kNone;
       --live;
+      // Gathered, divided, then stored: the divisions are independent, and as a loop over arrays they
+      // run two at a time (a channel left without unfixed flows divides by zero, unused).
+      for (std::size_t k = 0; k < touched; ++k) {
+        const auto u2 = static_cast<std::size_t>(touched_[k]);
+        numerator_[k] = remaining_[u2];
+        denominator_[k] = unfixed_[u2];
+      }
+      for (std::size_t k = 0; k < touched; ++k) numerator_[k] /= denominator_[k];
       for (std::size_t k = 0; k < touched; ++k) {
         const auto u2 = static_cast<std::size_t>(touched_[k]);
         if (unfixed_[u2] > 0) {
-          share_[u2] = remaining_[u2] / unfixed_[u2];
+          share_[u2] = numerator_[k];
         } else {
           share_[u2] = kNone;
           --live;

@@ -40,6 +40,10 @@ class WaterFill {
   }
 
  private:
+  // set_flows' lists: adj_begin_ and adj_end_ at the start of each channel's, from present_.
+  void list_from_present();
+  // set_flows' counts and lists when pairs_.
+  void set_pairs(std::size_t flows, std::span<const int> path);
   std::size_t fix_channel(std::size_t uc, double r, std::vector<double>& rate);
   void fill(std::vector<double>& rate);
   // Drops removed flows from the channels' flow lists (keeping their order).
@@ -52,13 +56,16 @@ class WaterFill {
   std::span<const int> offset_, path_;
   // Per channel, the flows crossing it in flow order: adj_[adj_begin_[c] .. adj_end_[c]).
   std::vector<int> adj_begin_, adj_end_, adj_;
+  std::vector<int> adj_other_;  // with pairs_: beside each entry of adj_, the flow's other channel
   std::vector<int> present_;           // per channel: crossings by flows still in the set
   std::vector<int> removed_;           // per flow
+  bool pairs_ = false;                 // every flow crosses exactly two distinct channels
   std::size_t listed_ = 0;             // entries in the channels' lists
   std::size_t removed_crossings_ = 0;  // of which belong to removed flows
   // One solve's state.
   std::vector<double> remaining_;
   std::vector<double> share_;  // remaining_ / unfixed_, +inf without unfixed flows (scan)
+  std::vector<double> numerator_, denominator_;  // a round's new shares, by touched_ entry (scan)
   std::vector<int> unfixed_;
   std::vector<int> fixed_;
   std::vector<std::uint64_t> seen_;  // the fill round in which a channel was last touched

@@ -118,6 +118,40 @@ void BM_Ep64DecodeStep(benchmark::State& state) {
 }
 BENCHMARK(BM_Ep64DecodeStep)->Arg(0)->Arg(1)->ArgName("cached")->Unit(benchmark::kMicrosecond);
 
+// Decode steps as a long run meets them: one group, and every step new token counts per rank (1 to 6,
+// fixed LCG), so each of its two calls is a new signature, priced with what the group kept from before.
+void BM_Ep64DecodeSteps(benchmark::State& state) {
+  rt::VirtualRuntime rt;
+  fabric::Fabric fab(rt, rack(), fabric::FabricOptions{rt::Duration()});
+  fabric::FabricCollectives coll(fab);
+  auto group = coll.create_group("ep64", ep64());
+  auto dispatch = fabric::uniform_all_to_all(64, 0, hal::AllToAllRole::moe_dispatch);
+  auto combine = fabric::uniform_all_to_all(64, 0, hal::AllToAllRole::moe_combine);
+  std::uint64_t x = 4242;
+  std::vector<std::uint64_t> tokens(64);
+  for (auto _ : state) {
+    for (auto& t : tokens) {
+      x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+      t = 1 + (x >> 33) % 6;
+    }
+    for (std::size_t i = 0; i < 64; ++i) {
+      for (std::size_t j = 0; j < 64; ++j) {
+        if (i == j) continue;
+        dispatch[i].send_bytes[j] = tokens[i] * 792;
+        combine[i].send_bytes[j] = (i + j) % 3 == 0 ? 0 : tokens[j] * 1536;
+      }
+    }
+    for (const auto* ops : {&dispatch, &combine}) {
+      for (int r = 0; r < 64; ++r) {
+        group->arrive(r, std::make_shared<const hal::CollectiveOp>((*ops)[static_cast<std::size_t>(r)]),
+                      [](const hal::HalError*) {});
+      }
+      rt.run();
+    }
+  }
+}
+BENCHMARK(BM_Ep64DecodeSteps)->Unit(benchmark::kMicrosecond);
+
 // The same dispatch as 4,032 live flows (the exact path, as when faults or other traffic are present).
 void BM_Ep64DispatchExact(benchmark::State& state) {
   const auto ops = fabric::uniform_all_to_all(64, 128 * 8 * 14336 / 64, hal::AllToAllRole::moe_dispatch);

@@ -263,6 +263,41 @@ TEST(Collectives, DownLinkFailsTheCallNamingIt) {
   for (const auto& e : errors) EXPECT_NE(e.find("rack0/tray0/gpu1<->rack0/nvswitch0 is down"), std::string::npos) << e;
 }
 
+TEST(Collectives, AllToAllAfterALinkFailsIsPlannedOnTheFabricAsItIsNow) {
+  auto ops_of = [](std::uint64_t bytes) { return fabric::uniform_all_to_all(4, bytes, hal::AllToAllRole::plain); };
+  // What a group that never saw the failure takes (one runtime at a time).
+  const auto rack = fabric::make_cluster("gb300-nvl72", 1);
+  const rt::Duration before = fabric::time_collective(rack, ranks(4), ops_of(1 << 20));
+  const rt::Duration after = fabric::time_collective(rack, ranks(4), ops_of(3 << 20));
+  Rig r;
+  auto g = r.coll.create_group("ep4", ranks(4));
+  auto call = [&](std::uint64_t bytes, rt::Duration expected) {
+    const auto ops = ops_of(bytes);
+    std::vector<std::string> errors;
+    const rt::Time start = r.rt.now();
+    rt::Time last = start;
+    for (int rank = 0; rank < 4; ++rank) {
+      g->arrive(rank, part(ops, rank), [&](const hal::HalError* e) {
+        errors.push_back(e ? e->what() : "");
+        last = std::max(last, r.rt.now());
+      });
+    }
+    r.rt.run();
+    EXPECT_EQ(errors.size(), 4u);
+    for (const auto& e : errors) {
+      if (!e.empty()) return e;
+    }
+    EXPECT_EQ(last - start, expected) << bytes;
+    return std::string();
+  };
+  EXPECT_EQ(call(1 << 20, before), "");
+  for (int s = 0; s < 18; ++s) r.fab.set_link_down("rack0/tray0/gpu1", "rack0/nvswitch" + std::to_string(s), true);
+  const std::string down = call(2 << 20, rt::Duration());
+  EXPECT_NE(down.find("rack0/tray0/gpu1<->rack0/nvswitch0 is down"), std::string::npos) << down;
+  for (int s = 0; s < 18; ++s) r.fab.set_link_down("rack0/tray0/gpu1", "rack0/nvswitch" + std::to_string(s), false);
+  EXPECT_EQ(call(3 << 20, after), "");
+}
+
 TEST(Collectives, LinkLostMidCollectiveFailsEveryMember) {
   // On the fast path (priced, holding its links) and on the exact path (live flows) alike.
   for (const bool fast : {true, false}) {

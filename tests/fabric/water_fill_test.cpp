@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "fabric/water_fill.h"
@@ -84,7 +85,115 @@ void expect_repeated_solves_match_fresh_ones(int channels, int flows) {
   }
 }
 
+// Progressive filling written as plainly as it can be: each round, the first channel (by index) with the
+// least remaining capacity per unfixed flow fixes its unfixed flows, in flow order, at that share, and
+// charges it on each of their other channels.
+std::vector<double> plain_fill(const std::vector<double>& capacity, const std::vector<std::vector<int>>& paths) {
+  std::vector<double> remaining = capacity;
+  std::vector<double> rate(paths.size(), 0.0);
+  std::vector<int> unfixed(capacity.size(), 0);
+  for (const auto& p : paths) {
+    for (int c : p) ++unfixed[static_cast<std::size_t>(c)];
+  }
+  std::vector<char> fixed(paths.size(), 0);
+  for (;;) {
+    int best = -1;
+    double least = 0;
+    for (std::size_t c = 0; c < capacity.size(); ++c) {
+      if (unfixed[c] == 0) continue;
+      const double share = remaining[c] / unfixed[c];
+      if (best < 0 || share < least) {
+        best = static_cast<int>(c);
+        least = share;
+      }
+    }
+    if (best < 0) return rate;
+    const double r = std::max(least, 0.0);
+    for (std::size_t f = 0; f < paths.size(); ++f) {
+      const auto& p = paths[f];
+      if (fixed[f] || std::find(p.begin(), p.end(), best) == p.end()) continue;
+      fixed[f] = 1;
+      rate[f] = r;
+      for (int c : p) {
+        if (c == best) continue;
+        --unfixed[static_cast<std::size_t>(c)];
+        remaining[static_cast<std::size_t>(c)] -= r;
+      }
+    }
+    unfixed[static_cast<std::size_t>(best)] = 0;
+  }
+}
+
+// Solves, then removes the flows one by one in a scrambled order: every solve must give each flow left
+// exactly (bit for bit) the plain fill's rate for the flows left.
+void expect_plain_fill_rates(const std::vector<double>& capacity, const std::vector<std::vector<int>>& paths,
+                             std::uint64_t seed) {
+  std::vector<int> offset, path;
+  flatten(paths, offset, path);
+  WaterFill fill;
+  fill.set_flows(capacity.size(), offset, path);
+  Instance order(1, 0, seed);
+  std::vector<char> gone(paths.size(), 0);
+  std::vector<double> rate;
+  for (std::size_t step = 0; step < paths.size(); ++step) {
+    fill.solve(capacity, rate);
+    std::vector<std::vector<int>> left;
+    std::vector<std::size_t> ids;
+    for (std::size_t f = 0; f < paths.size(); ++f) {
+      if (gone[f]) continue;
+      left.push_back(paths[f]);
+      ids.push_back(f);
+    }
+    const std::vector<double> expected = plain_fill(capacity, left);
+    for (std::size_t k = 0; k < ids.size(); ++k) {
+      ASSERT_EQ(rate[ids[k]], expected[k]) << "flow " << ids[k] << " after " << step << " removals";
+    }
+    auto victim = static_cast<std::size_t>(order.next(static_cast<int>(paths.size())));
+    while (gone[victim]) victim = (victim + 1) % paths.size();
+    gone[victim] = 1;
+    fill.remove(static_cast<int>(victim));
+  }
+}
+
+// An all-to-all over n senders' links up (channels 0..n-1) and receivers' links down (n..2n-1), row by
+// row, without the pairs that `empty` picks.
+std::vector<std::vector<int>> all_to_all_paths(int n, const std::function<bool(int, int)>& empty) {
+  std::vector<std::vector<int>> paths;
+  for (int i = 0; i < n; ++i) {
+    for (int j = 0; j < n; ++j) {
+      if (i != j && !empty(i, j)) paths.push_back({i, n + j});
+    }
+  }
+  return paths;
+}
+
 }  // namespace
+
+TEST(WaterFill, AllToAllsGetThePlainFillsRatesWithTies) {
+  // Equal capacities: every share ties at first, and rounding decides which channel goes next.
+  const std::vector<double> equal(32, 900e9);
+  expect_plain_fill_rates(equal, all_to_all_paths(16, [](int, int) { return false; }), 1);
+  expect_plain_fill_rates(equal, all_to_all_paths(16, [](int i, int j) { return (i + j) % 3 == 0; }), 2);
+  Instance random(32, 0, 3);
+  expect_plain_fill_rates(random.capacity, all_to_all_paths(16, [&](int, int) { return random.next(4) == 0; }), 4);
+  // Two channels per flow, drawn from one pool: a flow's second channel is another's first.
+  Instance pool(24, 0, 9);
+  std::vector<std::vector<int>> pairs;
+  for (int f = 0; f < 300; ++f) {
+    const int a = pool.next(24);
+    const int b = (a + 1 + pool.next(23)) % 24;
+    for (int repeat = pool.next(3); repeat >= 0; --repeat) pairs.push_back({a, b});  // runs of one first channel
+  }
+  expect_plain_fill_rates(pool.capacity, pairs, 10);
+}
+
+TEST(WaterFill, MixedPathsGetThePlainFillsRates) {
+  Instance in(40, 200, 5);
+  expect_plain_fill_rates(in.capacity, in.paths, 6);
+  // Many channels: the fill keeps a heap rather than scanning.
+  Instance wide(700, 400, 7);
+  expect_plain_fill_rates(wide.capacity, wide.paths, 8);
+}
 
 TEST(WaterFill, MaxMinFairShares) {
   // Channel 0 (1 GB/s) carries x and y; channel 1 (10 GB/s) carries y and z: x = y = 0.5 GB/s, and z
