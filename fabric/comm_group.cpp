@@ -161,14 +161,12 @@ class SignatureHasher {
 
 }  // namespace
 
-std::vector<std::uint64_t> FabricCommGroup::signature(const Ops& ops) const {
-  std::vector<std::uint64_t> key;
-  key.reserve(4 + (ops.front()->kind == hal::CollectiveKind::all_to_all ? ops.size() * ops.size() : 2 * ops.size()));
-  for_each_signature_run(ops, [&](const std::uint64_t* words, std::size_t count) {
-    key.insert(key.end(), words, words + count);
+FabricCommGroup::SignatureKey::SignatureKey(const Ops& ops, std::size_t h) : hash(h) {
+  words.reserve(4 + (ops.front()->kind == hal::CollectiveKind::all_to_all ? ops.size() * ops.size() : 2 * ops.size()));
+  for_each_signature_run(ops, [&](const std::uint64_t* run, std::size_t count) {
+    words.insert(words.end(), run, run + count);
     return true;
   });
-  return key;
 }
 
 std::size_t FabricCommGroup::signature_hash(const Ops& ops) {
@@ -180,13 +178,8 @@ std::size_t FabricCommGroup::signature_hash(const Ops& ops) {
   return h.value();
 }
 
-std::size_t FabricCommGroup::SignatureHash::operator()(const std::vector<std::uint64_t>& key) const {
-  SignatureHasher h;
-  h.add(key.data(), key.size());
-  return h.value();
-}
-
-bool FabricCommGroup::SignatureEqual::operator()(const SignatureView& view, const std::vector<std::uint64_t>& key) const {
+bool FabricCommGroup::SignatureEqual::operator()(const SignatureView& view, const SignatureKey& stored) const {
+  const std::vector<std::uint64_t>& key = stored.words;
   std::size_t at = 0;
   const bool same = for_each_signature_run(view.ops, [&](const std::uint64_t* words, std::size_t count) {
     if (count > key.size() - at || !std::equal(words, words + count, key.begin() + static_cast<std::ptrdiff_t>(at))) {
@@ -205,7 +198,7 @@ FabricCommGroup::Cache::value_type* FabricCommGroup::same_objects_entry(const Op
   return nullptr;
 }
 
-FabricCommGroup::Cache::value_type* FabricCommGroup::find_entry(const Ops& ops) {
+FabricCommGroup::Cache::value_type* FabricCommGroup::find_entry(const Ops& ops, std::optional<std::size_t>& hash) {
   Cache::value_type* found = nullptr;
   for (Cache::value_type* entry : recent_) {
     if (entry != nullptr && SignatureEqual()(SignatureView{ops, 0}, entry->first)) {
@@ -214,7 +207,8 @@ FabricCommGroup::Cache::value_type* FabricCommGroup::find_entry(const Ops& ops) 
     }
   }
   if (found == nullptr) {
-    const auto it = cache_.find(SignatureView{ops, signature_hash(ops)});
+    hash = signature_hash(ops);
+    const auto it = cache_.find(SignatureView{ops, *hash});
     if (it == cache_.end()) return nullptr;
     found = &*it;
   }
@@ -297,13 +291,14 @@ void FabricCommGroup::start(Call& call) {
 
 void FabricCommGroup::run_call(const Ops& ops, std::vector<hal::CollectiveDone>& done) {
   const std::string& name = ops.front()->name;
+  std::optional<std::size_t> hash;  // the signature's, once computed
   Cache::value_type* entry = fast_path_ ? same_objects_entry(ops) : nullptr;
   if (entry == nullptr) {
     if (auto why = disagreement(ops)) {
       fail_call(done, hal::HalError(-1, op_name(name), hal::Xid::none, *why));
       return;
     }
-    if (fast_path_) entry = find_entry(ops);
+    if (fast_path_) entry = find_entry(ops, hash);
   }
   if (entry != nullptr && fast_ok(*entry->second.channels)) {
     used(*entry);
@@ -326,7 +321,8 @@ void FabricCommGroup::run_call(const Ops& ops, std::vector<hal::CollectiveDone>&
         cache_.clear();
         recent_ = {};
       }
-      const auto it = cache_.insert_or_assign(signature(ops), std::move(*c)).first;
+      if (!hash) hash = signature_hash(ops);
+      const auto it = cache_.insert_or_assign(SignatureKey(ops, *hash), std::move(*c)).first;
       used(*it);
       finish_fast(it->second, done, name);
       return;

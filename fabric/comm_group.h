@@ -79,8 +79,7 @@ class FabricCommGroup final : public hal::CommGroup {
   void start(Call& call);
   void run_call(const Ops& ops, std::vector<hal::CollectiveDone>& done);
   std::optional<std::string> disagreement(const Ops& ops) const;
-  std::vector<std::uint64_t> signature(const Ops& ops) const;
-  static std::size_t signature_hash(const Ops& ops);  // as SignatureHash hashes signature(ops)
+  static std::size_t signature_hash(const Ops& ops);
   // The plan priced on the fast path; nothing when a channel it uses is degraded or busy.
   std::optional<Cached> price_on_idle_links(const CollectivePlan& plan);
   bool fast_ok(const std::vector<int>& channels) const;
@@ -116,24 +115,30 @@ class FabricCommGroup final : public hal::CommGroup {
   CollectivePlan plan_;                       // the last plan made, kept for its buffers
   // Hashed: an EP all-to-all's signature holds the whole byte matrix, which ordered lookups compare
   // many times over. A lookup reads the call's ops in place (SignatureView) rather than copying the
-  // 40 KB key out of them on every call; the key is built only when a new signature is stored.
+  // 40 KB key out of them on every call; the key is built only when a new signature is stored, and
+  // keeps the hash its lookup computed (a stored key is never hashed again).
   struct SignatureView {
     const Ops& ops;
     std::size_t hash;
   };
+  struct SignatureKey {
+    SignatureKey(const Ops& ops, std::size_t h);
+    std::size_t hash;
+    std::vector<std::uint64_t> words;
+  };
   struct SignatureHash {
     using is_transparent = void;
-    std::size_t operator()(const std::vector<std::uint64_t>& key) const;
+    std::size_t operator()(const SignatureKey& key) const { return key.hash; }
     std::size_t operator()(const SignatureView& view) const { return view.hash; }
   };
   struct SignatureEqual {
     using is_transparent = void;
-    bool operator()(const std::vector<std::uint64_t>& a, const std::vector<std::uint64_t>& b) const { return a == b; }
-    bool operator()(const SignatureView& view, const std::vector<std::uint64_t>& key) const;
-    bool operator()(const std::vector<std::uint64_t>& key, const SignatureView& view) const { return (*this)(view, key); }
+    bool operator()(const SignatureKey& a, const SignatureKey& b) const { return a.hash == b.hash && a.words == b.words; }
+    bool operator()(const SignatureView& view, const SignatureKey& key) const;
+    bool operator()(const SignatureKey& key, const SignatureView& view) const { return (*this)(view, key); }
   };
   static constexpr std::size_t kMaxCachedSignatures = 256;
-  using Cache = std::unordered_map<std::vector<std::uint64_t>, Cached, SignatureHash, SignatureEqual>;
+  using Cache = std::unordered_map<SignatureKey, Cached, SignatureHash, SignatureEqual>;
   Cache cache_;
   // The entries of the last two signatures used, most recent first. A decode graph replays its layer
   // body, so a call mostly repeats one of them, mostly with the very same op objects.
@@ -141,8 +146,9 @@ class FabricCommGroup final : public hal::CommGroup {
   // The recent entry last seen with these very objects (their agreement was checked then), or null.
   Cache::value_type* same_objects_entry(const Ops& ops) const;
   // The entry of the call's signature, or null: the recent ones compared in place (no hash needed),
-  // then the cache. The entry found keeps the call's objects.
-  Cache::value_type* find_entry(const Ops& ops);
+  // then the cache. The entry found keeps the call's objects. `hash` gets the signature's hash if it
+  // was needed.
+  Cache::value_type* find_entry(const Ops& ops, std::optional<std::size_t>& hash);
   void used(Cache::value_type& entry);
   CommGroupStats stats_;
   std::vector<hal::Xid> down_;  // per member: why it failed, Xid::none while it has not

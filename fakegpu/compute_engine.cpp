@@ -74,6 +74,7 @@ void ComputeEngine::remove(ComputeJob& job) {
 }
 
 void ComputeEngine::finish(ComputeJob& job) {
+  job.timer_ = {};  // it has fired: nothing to cancel (one lookup in the loop's timers less per job)
   remove(job);
   job.client_->on_compute_done(job);
 }
