@@ -52,7 +52,7 @@ const PrefixIndex::Holders* PrefixIndex::find(BlockHash h) const {
   return index == nullptr ? nullptr : &holders_[*index];
 }
 
-std::vector<RankMatch> PrefixIndex::match(std::span<const BlockHash> hashes) const {
+std::vector<RankMatch> PrefixIndex::match(std::span<const BlockHash> hashes, std::int64_t* longest) const {
   std::vector<RankMatch> out(static_cast<std::size_t>(ranks_));
   RankSet on_gpu, anywhere;
   for (std::int32_t r = 0; r < ranks_; ++r) {
@@ -81,6 +81,11 @@ std::vector<RankMatch> PrefixIndex::match(std::span<const BlockHash> hashes) con
   }
   leave(on_gpu, static_cast<std::int64_t>(i), &RankMatch::gpu_blocks);
   leave(anywhere, static_cast<std::int64_t>(i), &RankMatch::grace_blocks);
+  if (longest != nullptr) {
+    // Blocks [0, i) are all indexed; the prefix held by ranks together may go on past every rank's own.
+    while (i < hashes.size() && index_of_.contains(hashes[i])) ++i;
+    *longest = static_cast<std::int64_t>(i);
+  }
   return out;
 }
 

@@ -28,8 +28,9 @@ class PrefixIndex {
   void apply(const KvEvent& e);
   void clear();
 
-  // Per rank, how far `hashes` matches what it holds.
-  std::vector<RankMatch> match(std::span<const BlockHash> hashes) const;
+  // Per rank, how far `hashes` matches what it holds; `longest`, if given, receives best_match(hashes)
+  // from the same walk.
+  std::vector<RankMatch> match(std::span<const BlockHash> hashes, std::int64_t* longest = nullptr) const;
   // The longest prefix held anywhere, on a GPU or in Grace memory.
   std::int64_t best_match(std::span<const BlockHash> hashes) const;
   std::size_t blocks_indexed() const { return index_of_.size(); }

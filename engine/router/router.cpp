@@ -20,13 +20,17 @@ std::optional<RouteDecision> Router::route(std::span<const BlockHash> hashes, st
     throw std::invalid_argument("router: one load per rank expected");
   }
   RouteDecision d;
-  d.cached_tokens = std::min(prompt_tokens, index_.best_match(hashes) * cfg_.block_tokens);
+  std::int64_t held_blocks = 0;
+  if (policy_->uses_prefix_index()) {
+    d.matches = index_.match(hashes, &held_blocks);
+  } else {
+    held_blocks = index_.best_match(hashes);
+  }
+  d.cached_tokens = std::min(prompt_tokens, held_blocks * cfg_.block_tokens);
   d.uncached_tokens = prompt_tokens - d.cached_tokens;
   d.path = prefill_worker_up() && d.uncached_tokens >= cfg_.prefill_threshold_tokens ? PrefillPath::prefill_worker
                                                                                      : PrefillPath::local;
-  std::vector<RankMatch> matches;
-  if (policy_->uses_prefix_index()) matches = index_.match(hashes);
-  d.rank = policy_->choose(RouteInput{loads, matches, static_cast<std::int64_t>(hashes.size())});
+  d.rank = policy_->choose(RouteInput{loads, d.matches, static_cast<std::int64_t>(hashes.size())});
   if (d.rank < 0) return std::nullopt;
   ++routed_[static_cast<std::size_t>(d.path)];
   return d;

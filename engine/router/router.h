@@ -29,6 +29,9 @@ struct RouteDecision {
   std::int32_t rank = -1;            // the DP rank that decodes (and, on the local path, prefills)
   std::int64_t cached_tokens = 0;    // longest prefix held anywhere (GPU or Grace of any rank)
   std::int64_t uncached_tokens = 0;  // what must be computed: decides the path
+  // Each rank's prefix match as the policy read it from the index (empty when the policy does not read
+  // it): the caller's fetch plan needs the same, and walking a long prompt's blocks again costs.
+  std::vector<RankMatch> matches;
 };
 
 class Router {

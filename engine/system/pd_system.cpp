@@ -266,7 +266,7 @@ void PdSystem::route(RequestState request) {
   // one pays. A prompt still long after that goes to the prefill worker after all.
   PrefillPath path = d->path;
   if (path == PrefillPath::local) {
-    const std::vector<RankMatch> matches = router_.index().match(request.prompt_hashes);
+    const std::vector<RankMatch> matches = d->matches.empty() ? router_.index().match(request.prompt_hashes) : d->matches;
     const std::int64_t own_blocks = matches[static_cast<std::size_t>(d->rank)].grace_blocks;
     FetchDecision f;
     if (rdma_ != nullptr && cfg_.fetch_remote_prefix) {

@@ -53,6 +53,9 @@ TEST(PrefixIndex, MatchesEveryRanksLongestPrefixAfterRandomStoresAndRemovals) {
       ++best;
     }
     EXPECT_EQ(idx.best_match(hashes), best) << "round " << round;
+    std::int64_t longest = -1;
+    idx.match(hashes, &longest);
+    EXPECT_EQ(longest, best) << "round " << round << ", from match()";
     for (std::int32_t r = 0; r < kRanks; ++r) {
       const auto k = static_cast<std::size_t>(r);
       std::int64_t on_gpu = 0;
