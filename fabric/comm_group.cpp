@@ -129,7 +129,7 @@ bool for_each_signature_run(const std::vector<hal::SharedCollectiveOp>& ops, Wor
 }
 
 // FNV-1a over the words, dealt round four lanes so that the multiplies of neighbouring words overlap
-// (an all-to-all's key is thousands of words, hashed on every call).
+// (an all-to-all's key is thousands of words, hashed whenever a call is not one of the last two signatures).
 class SignatureHasher {
  public:
   void add(const std::uint64_t* words, std::size_t count) {
