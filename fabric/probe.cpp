@@ -21,6 +21,13 @@ std::vector<hal::CollectiveOp> uniform_all_to_all(int members, std::uint64_t byt
   return ops;
 }
 
+std::vector<hal::SharedCollectiveOp> shared_parts(const std::vector<hal::CollectiveOp>& ops) {
+  std::vector<hal::SharedCollectiveOp> parts;
+  parts.reserve(ops.size());
+  for (const auto& op : ops) parts.push_back(std::make_shared<const hal::CollectiveOp>(op));
+  return parts;
+}
+
 rt::Duration time_collective(const ClusterSpec& spec, const std::vector<hal::DeviceId>& members,
                              const std::vector<hal::CollectiveOp>& ops, bool fast_path) {
   rt::VirtualRuntime rt;
@@ -29,8 +36,9 @@ rt::Duration time_collective(const ClusterSpec& spec, const std::vector<hal::Dev
   auto group = collectives.create_group("probe", members);
   rt::Time last;
   std::optional<hal::HalError> failure;
-  for (std::size_t r = 0; r < ops.size(); ++r) {
-    group->arrive(static_cast<int>(r), std::make_shared<const hal::CollectiveOp>(ops[r]), [&](const hal::HalError* e) {
+  const auto parts = shared_parts(ops);
+  for (std::size_t r = 0; r < parts.size(); ++r) {
+    group->arrive(static_cast<int>(r), parts[r], [&](const hal::HalError* e) {
       if (e != nullptr && !failure) failure.emplace(*e);
       last = std::max(last, rt.now());
     });

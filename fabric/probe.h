@@ -13,6 +13,9 @@ namespace nvl::fabric {
 // Every member sends `bytes_per_pair` to every other member (the matrix a uniform top-k routing gives).
 std::vector<hal::CollectiveOp> uniform_all_to_all(int members, std::uint64_t bytes_per_pair, hal::AllToAllRole role);
 
+// Each member's part as a group takes it: shared (new objects, as a graph's ops are until it replays them).
+std::vector<hal::SharedCollectiveOp> shared_parts(const std::vector<hal::CollectiveOp>& ops);
+
 // Time from the moment all members arrive (together, at t = 0) to the last member's completion.
 // Throws the collective's hal::HalError if it fails.
 rt::Duration time_collective(const ClusterSpec& spec, const std::vector<hal::DeviceId>& members,

@@ -68,10 +68,7 @@ void run_ep64_calls(benchmark::State& state, bool cached,
   auto group = coll.create_group("ep64", ep64());
   // Shared once, as a graph hands the same ops to its group step after step.
   std::vector<std::vector<hal::SharedCollectiveOp>> parts;
-  for (const auto* ops : calls) {
-    auto& p = parts.emplace_back();
-    for (const auto& op : *ops) p.push_back(std::make_shared<const hal::CollectiveOp>(op));
-  }
+  for (const auto* ops : calls) parts.push_back(fabric::shared_parts(*ops));
   for (auto _ : state) {
     if (!cached) {
       state.PauseTiming();
@@ -142,10 +139,8 @@ void BM_Ep64DecodeSteps(benchmark::State& state) {
       }
     }
     for (const auto* ops : {&dispatch, &combine}) {
-      for (int r = 0; r < 64; ++r) {
-        group->arrive(r, std::make_shared<const hal::CollectiveOp>((*ops)[static_cast<std::size_t>(r)]),
-                      [](const hal::HalError*) {});
-      }
+      const auto parts = fabric::shared_parts(*ops);
+      for (int r = 0; r < 64; ++r) group->arrive(r, parts[static_cast<std::size_t>(r)], [](const hal::HalError*) {});
       rt.run();
     }
   }

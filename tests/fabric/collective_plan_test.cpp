@@ -36,9 +36,7 @@ struct Rig {
 // plan_collective for parts held by value (a group gets them shared).
 void plan_parts(const fabric::Fabric& fab, const std::vector<hal::DeviceId>& members,
                 const std::vector<hal::CollectiveOp>& ops, fabric::CollectivePlan& plan) {
-  std::vector<hal::SharedCollectiveOp> shared;
-  for (const auto& op : ops) shared.push_back(std::make_shared<const hal::CollectiveOp>(op));
-  fabric::plan_collective(fab, members, shared, plan);
+  fabric::plan_collective(fab, members, fabric::shared_parts(ops), plan);
 }
 
 std::string plan_error(const fabric::Fabric& fab, const std::vector<hal::DeviceId>& members,
