@@ -61,7 +61,7 @@ void FaultInjector::apply(const ScheduledFault& f, bool random) {
              rt::Severity::warning);
   fabric::Fabric& fabric = cluster_.fabric();
   const auto gpu = [&]() -> fakegpu::FakeDevice& { return cluster_.fleet().device(static_cast<hal::DeviceId>(f.target.gpu)); };
-  const auto rank = static_cast<std::int32_t>(f.target.gpu);  // normal rank r runs on GPU r
+  const auto gpu_id = static_cast<hal::DeviceId>(f.target.gpu);
   switch (f.kind) {
     case FaultKind::gpu_lost:
       gpu().inject_gpu_lost();
@@ -129,17 +129,17 @@ void FaultInjector::apply(const ScheduledFault& f, bool random) {
       return;
     case FaultKind::grace_memory_error: {
       // The host reports the uncorrectable memory error (machine check) to the worker at once.
-      const std::int64_t blocks = system_.grace_memory_error(rank);
+      const std::int64_t blocks = system_.grace_memory_error(*system_.rank_of_gpu(gpu_id));
       timeline_.at(entry).detail["grace_blocks_lost"] = blocks;
       timeline_.detected(entry, rt_.now(), "machine_check");
       timeline_.recovered(entry, rt_.now(), "lost blocks dropped from the prefix index; hits on them recomputed");
       return;
     }
     case FaultKind::worker_crash:
-      if (rank < system_.normal().ranks()) {
-        system_.crash_worker(rank);
-      } else {
-        system_.crash_prefill_worker();  // one TP group: a process of it dying takes the worker down
+      if (const auto rank = system_.rank_of_gpu(gpu_id)) {
+        system_.crash_worker(*rank);
+      } else if (const auto instance = system_.prefill_of_gpu(gpu_id)) {
+        system_.crash_prefill_worker(*instance);  // one TP group: a process of it dying takes the instance down
       }
       return;
     case FaultKind::router_restart:

@@ -47,10 +47,9 @@ class TargetReader {
     if (gpu_target(kind)) {
       out.type = FaultTarget::Type::gpu;
       out.gpu = gpu_of(t, where);
-      if (normal_only(kind) && out.gpu >= ctx_.normal_gpus) {
-        fail(where, "GPU " + std::to_string(out.gpu) + " is a prefill GPU: " + std::string(to_string(kind)) +
-                        " hits a normal rank's Grace KV tier, which the prefill worker has not (normal GPUs: 0 to " +
-                        std::to_string(ctx_.normal_gpus - 1) + ")");
+      if (normal_only(kind) && !contains(ctx_.rank_gpus, out.gpu)) {
+        fail(where, "GPU " + std::to_string(out.gpu) + " is not the first GPU of a decoding DP rank: " +
+                        std::string(to_string(kind)) + " hits a DP rank's Grace KV tier, which prefill instances have not");
       }
       out.text = "gpu " + std::to_string(out.gpu);
       return out;
@@ -95,9 +94,12 @@ class TargetReader {
     }
   }
 
-  std::int64_t gpu_count() const { return ctx_.normal_gpus + ctx_.prefill_gpus; }
+  std::int64_t gpu_count() const { return ctx_.cluster_gpus; }
 
  private:
+  static bool contains(const std::vector<std::int64_t>& gpus, std::int64_t g) {
+    return std::find(gpus.begin(), gpus.end(), g) != gpus.end();
+  }
   [[noreturn]] void fail(const std::string& where, const std::string& problem) const {
     throw rt::InputError(file_, where, problem);
   }
@@ -121,16 +123,19 @@ class TargetReader {
         }
         return std::stoll(rest);
       };
+      const auto ranks = static_cast<std::int64_t>(ctx_.rank_gpus.size());
+      const auto prefill = static_cast<std::int64_t>(ctx_.prefill_gpus.size());
       if (s == "prefill") {
-        g = ctx_.prefill_gpus > 0 ? ctx_.normal_gpus : -1;
-        if (g < 0) fail(where, "the deployment has no prefill GPUs");
+        if (prefill == 0) fail(where, "the deployment has no prefill GPUs");
+        g = ctx_.prefill_gpus.front();
       } else if (s.starts_with("normal rank ")) {
-        g = number_after("normal rank ");
-        if (g >= ctx_.normal_gpus) fail(where, "no normal rank " + std::to_string(g) + " (" + std::to_string(ctx_.normal_gpus) + " ranks)");
+        const std::int64_t r = number_after("normal rank ");
+        if (r >= ranks) fail(where, "no normal rank " + std::to_string(r) + " (" + std::to_string(ranks) + " ranks)");
+        g = ctx_.rank_gpus[static_cast<std::size_t>(r)];
       } else if (s.starts_with("prefill gpu ")) {
         const std::int64_t p = number_after("prefill gpu ");
-        if (p >= ctx_.prefill_gpus) fail(where, "no prefill GPU " + std::to_string(p) + " (" + std::to_string(ctx_.prefill_gpus) + ")");
-        g = ctx_.normal_gpus + p;
+        if (p >= prefill) fail(where, "no prefill GPU " + std::to_string(p) + " (" + std::to_string(prefill) + ")");
+        g = ctx_.prefill_gpus[static_cast<std::size_t>(p)];
       } else {
         fail(where, expected + ", got \"" + s + "\"");
       }
@@ -138,21 +143,24 @@ class TargetReader {
       fail(where, expected);
     }
     if (g < 0 || g >= gpu_count()) fail(where, "no GPU " + std::to_string(g) + ": " + expected);
+    if (!contains(ctx_.decoding_gpus, g) && !contains(ctx_.prefill_gpus, g)) {
+      fail(where, "GPU " + std::to_string(g) + " is in no pool of the deployment: a fault there would change nothing");
+    }
     return g;
   }
-  std::vector<std::int64_t> hosts_of_gpus(std::int64_t first, std::int64_t count) const {
+  std::vector<std::int64_t> hosts_of_gpus(const std::vector<std::int64_t>& gpus) const {
     std::vector<std::int64_t> out;
-    for (std::int64_t g = first; g < first + count; ++g) {
+    for (std::int64_t g : gpus) {
       const std::int64_t h = topo_.gpu(static_cast<int>(g)).host;
       if (std::find(out.begin(), out.end(), h) == out.end()) out.push_back(h);
     }
     return out;
   }
   std::vector<std::int64_t> hosts(const nlohmann::json& side, const std::string& where) const {
-    if (side == "normal") return hosts_of_gpus(0, ctx_.normal_gpus);
+    if (side == "normal") return hosts_of_gpus(ctx_.decoding_gpus);
     if (side == "prefill") {
-      if (ctx_.prefill_gpus == 0) fail(where, "the deployment has no prefill GPUs");
-      return hosts_of_gpus(ctx_.normal_gpus, ctx_.prefill_gpus);
+      if (ctx_.prefill_gpus.empty()) fail(where, "the deployment has no prefill GPUs");
+      return hosts_of_gpus(ctx_.prefill_gpus);
     }
     if (!side.is_array() || side.empty()) fail(where, "expected \"prefill\", \"normal\" or a non-empty list of host ids");
     std::vector<std::int64_t> out;

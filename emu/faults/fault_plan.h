@@ -70,11 +70,13 @@ struct FaultPlan {
   bool empty() const { return scheduled.empty() && random.empty(); }
 };
 
-// What targets are checked against: the deployment (normal GPUs [0, normal_gpus), prefill GPUs next)
-// and the fabric's element names.
+// What targets are checked against: the deployment and the fabric's element names. The deployment as fault targets name it: "normal rank N" is the router's DP rank N (its first GPU),
+// "prefill gpu N" the N-th GPU over every prefill instance.
 struct FaultContext {
-  std::int64_t normal_gpus = 0;
-  std::int64_t prefill_gpus = 0;
+  std::vector<std::int64_t> rank_gpus;
+  std::vector<std::int64_t> decoding_gpus;
+  std::vector<std::int64_t> prefill_gpus;
+  std::int64_t cluster_gpus = 0;
   std::string fabric_profile;
   std::int64_t units = 1;
 };

@@ -64,7 +64,7 @@ void LiveEngine::serve(const Scenario& scenario, std::promise<void>& ready) {
     model_name_ = deployment->model().name;
     block_tokens_ = deployment->kv_block_tokens();
     // The longest context one normal rank's KV cache can hold.
-    max_prompt_tokens_ = deployment->system().normal().kv(0).gpu().capacity() * block_tokens_;
+    max_prompt_tokens_ = deployment->system().kv(0).gpu().capacity() * block_tokens_;
     deployment_ = deployment.get();
     faults = std::make_unique<LiveFaults>(*rt, scenario, *deployment);
     faults_ = faults.get();
@@ -266,12 +266,15 @@ std::string LiveEngine::inject(const nlohmann::json& fault) {
 
 void LiveEngine::refresh_health() {
   std::int64_t healthy = 0;
-  const engine::NormalWorkerGroup& group = deployment_->system().normal();
-  // A rank serves when its GPU is healthy and the group still steps it (not removed after a fault, its
-  // worker not crashed and restarting).
-  for (std::int32_t r = 0; r < group.ranks(); ++r) {
-    const bool gpu_ok = deployment_->cluster().fleet().device(group.device_of(r)).health() == hal::DeviceHealth::healthy;
-    if (gpu_ok && group.live(r)) ++healthy;
+  const engine::PdSystem& system = deployment_->system();
+  // A rank serves when its GPUs are healthy and its group still steps it (not removed after a fault,
+  // its worker not crashed and restarting).
+  for (std::int32_t r = 0; r < system.ranks(); ++r) {
+    bool gpus_ok = true;
+    for (const hal::Device* gpu : system.group_of(r).devices_of(system.local_rank(r))) {
+      gpus_ok = gpus_ok && gpu->health() == hal::DeviceHealth::healthy;
+    }
+    if (gpus_ok && system.rank_live(r)) ++healthy;
   }
   healthy_ranks_ = healthy;
 }
@@ -279,17 +282,17 @@ void LiveEngine::refresh_health() {
 EngineGauges LiveEngine::gauges_now() {
   refresh_health();
   EngineGauges g;
-  engine::NormalWorkerGroup& group = deployment_->system().normal();
+  engine::PdSystem& system = deployment_->system();
   std::int64_t used = 0, capacity = 0;
-  for (std::int32_t r = 0; r < group.ranks(); ++r) {
-    g.running += group.load(r).running;
-    used += group.kv(r).gpu().used_blocks();
-    capacity += group.kv(r).gpu().capacity();
+  for (std::int32_t r = 0; r < system.ranks(); ++r) {
+    g.running += system.group_of(r).load(system.local_rank(r)).running;
+    used += system.kv(r).gpu().used_blocks();
+    capacity += system.kv(r).gpu().capacity();
   }
   g.waiting = std::max<std::int64_t>(0, static_cast<std::int64_t>(in_flight_.load()) - g.running);
   g.kv_usage = capacity > 0 ? static_cast<double>(used) / static_cast<double>(capacity) : 0.0;
   g.healthy_ranks = healthy_ranks_.load();
-  g.total_ranks = group.ranks();
+  g.total_ranks = system.ranks();
   return g;
 }
 

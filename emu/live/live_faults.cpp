@@ -11,12 +11,7 @@ constexpr const char* kSource = "POST /admin/fault";
 }  // namespace
 
 LiveFaults::LiveFaults(rt::Runtime& rt, const Scenario& scenario, Deployment& deployment)
-    : rt_(rt), deployment_(deployment) {
-  context_.normal_gpus = scenario.deployment.normal_gpus;
-  context_.prefill_gpus = scenario.deployment.prefill_gpus;
-  context_.fabric_profile = scenario.cluster.fabric_profile;
-  context_.units = scenario.cluster.units;
-}
+    : rt_(rt), deployment_(deployment), context_(fault_context(scenario)) {}
 
 void LiveFaults::inject(const nlohmann::json& fault, std::function<void(const std::string&)> applied) {
   if (!fault.is_object()) throw rt::InputError(kSource, "", "expected a fault object with a \"kind\"");

@@ -47,6 +47,8 @@ class JsonReader {
   std::vector<JsonReader> objects(std::string_view key);
   // An array, as it is (for callers that walk mixed entries themselves).
   const nlohmann::json& array(std::string_view key);
+  // Any value, as it is (for keys that take several forms).
+  const nlohmann::json& value(std::string_view key) { return get(key); }
   // An array of non-negative integers (ids).
   std::vector<std::uint64_t> unsigned_list(std::string_view key);
 

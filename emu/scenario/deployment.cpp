@@ -1,11 +1,13 @@
 #include "emu/scenario/deployment.h"
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
 #include "emu/rt/errors.h"
 #include "engine/hal/hal_error.h"
 #include "engine/hal/types.h"
+#include "engine/model/weight_dtypes.h"
 
 namespace nvl::emu {
 
@@ -17,30 +19,67 @@ engine::GraceTierPolicy grace_policy(const std::string& name) {
   return engine::GraceTierPolicy::off;
 }
 
+std::vector<hal::Device*> devices_of(EmulatedCluster& cluster, const std::vector<std::int64_t>& gpus) {
+  std::vector<hal::Device*> out;
+  for (std::int64_t g : gpus) out.push_back(&cluster.fleet().device(static_cast<hal::DeviceId>(g)));
+  return out;
+}
+
+engine::LocalPrefill local_prefill_of(const std::string& role) {
+  if (role == "decode") return engine::LocalPrefill::never;
+  if (role == "aggregated") return engine::LocalPrefill::always;
+  return engine::LocalPrefill::below_threshold;
+}
+
+engine::NormalGroupConfig group_config(const ScenarioDeployment& dep, const ScenarioPool& p) {
+  engine::NormalGroupConfig g;
+  g.attention_tp = p.tp;
+  g.weights = engine::weight_dtypes_from_name(p.weights);
+  g.kv_dtype = hal::dtype_from_string(p.kv_dtype);
+  g.block_tokens = dep.kv_block_tokens;
+  g.grace_policy = grace_policy(dep.grace_tier);
+  g.grace_bytes_per_rank = dep.grace_bytes_per_gpu;
+  g.scheduler.token_budget = p.token_budget;
+  g.scheduler.max_running = p.max_running;
+  g.scheduler.chunk_tokens = p.chunk_tokens;
+  g.scheduler.draft_tokens = p.mtp_draft_tokens;
+  g.two_batch_overlap = p.two_batch_overlap;
+  g.redundant_experts = p.eplb.redundant_experts;
+  g.expert_skew = p.eplb.expert_skew;
+  g.eplb_interval_steps = p.eplb.interval_steps;
+  return g;
+}
+
+engine::PrefillWorkerConfig prefill_config(const ScenarioDeployment& dep, const ScenarioPool& p) {
+  engine::PrefillWorkerConfig w;
+  w.weights = engine::weight_dtypes_from_name(p.weights);
+  w.kv_dtype = hal::dtype_from_string(p.kv_dtype);
+  w.block_tokens = dep.kv_block_tokens;
+  w.expert_parallel = p.ep > 1;
+  w.expert_skew = p.eplb.expert_skew;
+  w.scheduler.token_budget = p.token_budget;
+  w.scheduler.max_running = p.max_running;
+  w.scheduler.chunk_tokens = p.chunk_tokens;
+  return w;
+}
+
 engine::PdDeployment pd_deployment(const Scenario& sc, EmulatedCluster& cluster) {
   const auto& dep = sc.deployment;
-  const hal::DType kv_dtype = hal::dtype_from_string(sc.model.kv_dtype);
   engine::PdDeployment d;
-  d.normal_gpus = cluster.devices(0, static_cast<int>(dep.normal_gpus));
-  d.normal.kv_dtype = kv_dtype;
-  d.normal.block_tokens = dep.kv_block_tokens;
-  d.normal.grace_policy = grace_policy(dep.grace_tier);
-  d.normal.grace_bytes_per_rank = dep.grace_bytes_per_gpu;
-  d.normal.scheduler.token_budget = dep.token_budget;
-  d.normal.scheduler.max_running = dep.max_running;
-  d.normal.scheduler.chunk_tokens = dep.chunk_tokens;
-  d.normal.scheduler.draft_tokens = dep.mtp_draft_tokens;
-  d.normal.two_batch_overlap = dep.two_batch_overlap;
-  d.normal.redundant_experts = dep.eplb.redundant_experts;
-  d.normal.expert_skew = dep.eplb.expert_skew;
-  d.normal.eplb_interval_steps = dep.eplb.interval_steps;
-  d.prefill_gpus = cluster.devices(static_cast<int>(dep.normal_gpus), static_cast<int>(dep.prefill_gpus));
-  d.prefill.kv_dtype = kv_dtype;
-  d.prefill.block_tokens = dep.kv_block_tokens;
-  d.prefill.expert_parallel = dep.prefill_expert_parallel;
-  d.prefill.expert_skew = dep.eplb.expert_skew;
-  d.prefill.scheduler.token_budget = dep.prefill_token_budget;
-  d.prefill.scheduler.chunk_tokens = dep.prefill_token_budget;
+  for (const ScenarioPool& p : dep.pools) {
+    for (std::size_t i = 0; i < p.instance_gpus.size(); ++i) {
+      const std::string name = p.name + "/" + std::to_string(i);
+      if (p.decodes()) {
+        d.decode.push_back(engine::DecodeInstance{.name = name,
+                                                  .gpus = devices_of(cluster, p.instance_gpus[i]),
+                                                  .group = group_config(dep, p),
+                                                  .local_prefill = local_prefill_of(p.role)});
+      } else {
+        d.prefill.push_back(engine::PrefillInstance{
+            .name = name, .gpus = devices_of(cluster, p.instance_gpus[i]), .worker = prefill_config(dep, p)});
+      }
+    }
+  }
   d.system.router.prefill_threshold_tokens = dep.threshold_tokens;
   d.system.router.block_tokens = dep.kv_block_tokens;
   d.system.router.policy = dep.router_policy;
@@ -59,15 +98,32 @@ engine::PdDeployment pd_deployment(const Scenario& sc, EmulatedCluster& cluster)
                                          .detection_delay = rt::from_seconds(dep.fault_detection_delay_s),
                                          .gpu_reset_time = rt::from_seconds(dep.gpu_reset_s),
                                          .worker_restart_time = rt::from_seconds(dep.worker_restart_s)};
-  d.system.router.prefill_worker = dep.prefill_gpus > 0;
+  d.system.router.prefill_worker = !d.prefill.empty();
   return d;
+}
+
+// The key of the pool whose GPUs hold `gpu` (deployment.pools[i]) and words for the instance.
+struct PoolOfGpu {
+  std::string key = "deployment";
+  std::string words;
+};
+
+PoolOfGpu pool_of_gpu(const ScenarioDeployment& dep, std::int64_t gpu) {
+  for (std::size_t p = 0; p < dep.pools.size(); ++p) {
+    const auto& inst = dep.pools[p].instance_gpus;
+    for (std::size_t i = 0; i < inst.size(); ++i) {
+      if (std::find(inst[i].begin(), inst[i].end(), gpu) != inst[i].end()) {
+        return {"deployment.pools[" + std::to_string(p) + "]", "pool '" + dep.pools[p].name + "' instance " + std::to_string(i)};
+      }
+    }
+  }
+  return {};
 }
 
 }  // namespace
 
 Deployment::Deployment(rt::Runtime& rt, const Scenario& sc, engine::TokenStream on_tokens, engine::RequestDone on_done)
-    : cluster_(rt, sc.cluster.gpu_profile, sc.cluster.fabric_profile,
-               static_cast<int>(sc.deployment.normal_gpus + sc.deployment.prefill_gpus),
+    : cluster_(rt, sc.cluster.gpu_profile, sc.cluster.fabric_profile, static_cast<int>(sc.deployment.cluster_gpus()),
                static_cast<int>(sc.cluster.units)),
       rdma_(cluster_.fabric()),
       network_(cluster_.fabric()),
@@ -77,21 +133,13 @@ Deployment::Deployment(rt::Runtime& rt, const Scenario& sc, engine::TokenStream 
                                                  pd_deployment(sc, cluster_), std::move(on_tokens),
                                                  std::move(on_done), &network_);
   } catch (const hal::HalError& e) {
-    // Name the GPU and its role, so the message says which count to raise (or which budget to lower).
-    const std::int64_t gpu = e.device();
-    const std::int64_t normal_gpus = sc.deployment.normal_gpus;
-    std::string key = "deployment";
+    // Name the pool, its instance and the GPU, so the message says which layout to change.
+    const PoolOfGpu pool = pool_of_gpu(sc.deployment, e.device());
     std::string where = model_.name;
-    if (gpu >= 0 && gpu < normal_gpus) {
-      key = "deployment.normal_gpus";
-      where += " on normal rank " + std::to_string(gpu) + " (GPU " + std::to_string(gpu) + ")";
-    } else if (gpu >= normal_gpus) {
-      key = "deployment.prefill_gpus";
-      where += " on prefill rank " + std::to_string(gpu - normal_gpus) + " (GPU " + std::to_string(gpu) + ")";
-    }
-    throw rt::InputError(sc.file, key, "does not fit: " + where + ": " + e.what());
+    if (!pool.words.empty()) where += " on " + pool.words + " (GPU " + std::to_string(e.device()) + ")";
+    throw rt::InputError(sc.file, pool.key, "does not fit: " + where + ": " + e.what());
   } catch (const std::invalid_argument& e) {
-    throw rt::InputError(sc.file, "deployment", e.what());
+    throw rt::InputError(sc.file, "deployment.pools", e.what());
   }
 }
 

@@ -1,6 +1,7 @@
 #pragma once
-// A scenario's deployment, assembled on a runtime: the emulated cluster (normal GPUs [0, normal_gpus),
-// prefill GPUs the next prefill_gpus), its RDMA and host network, the model and the P/D serving system.
+// A scenario's deployment, assembled on a runtime: the emulated cluster (every GPU up to the highest one
+// a pool uses), its RDMA and host network, the model and the P/D serving system with an instance per
+// pool instance (deployment.pools).
 // The batch runner and the live server build theirs the same way.
 #include <memory>
 
@@ -16,7 +17,7 @@ namespace nvl::emu {
 class Deployment {
  public:
   // A model that does not fit its GPUs, or a layout that does not divide it, is an rt::InputError on the
-  // scenario's `deployment` key.
+  // pool's key (deployment.pools[i]).
   Deployment(rt::Runtime& rt, const Scenario& sc, engine::TokenStream on_tokens, engine::RequestDone on_done);
 
   EmulatedCluster& cluster() { return cluster_; }

@@ -85,14 +85,15 @@ ArrivalOptions arrival_options(const Scenario& sc) {
 ResourceSnapshot snapshot(Deployment& d) {
   ResourceSnapshot s;
   engine::PdSystem& system = d.system();
-  for (std::int32_t r = 0; r < system.normal().ranks(); ++r) {
-    const engine::KvCacheManager& kv = system.normal().kv(r);
+  for (std::int32_t r = 0; r < system.ranks(); ++r) {
+    const engine::KvCacheManager& kv = system.kv(r);
     s.kv_used_blocks["rank" + std::to_string(r) + " gpu"] = kv.gpu().used_blocks();
     s.kv_used_blocks["rank" + std::to_string(r) + " grace"] = kv.grace().used_blocks();
   }
-  if (system.prefill() != nullptr) {
-    s.kv_used_blocks["prefill gpu"] = system.prefill()->kv().gpu().used_blocks();
-    s.kv_used_blocks["prefill grace"] = system.prefill()->kv().grace().used_blocks();
+  for (std::size_t i = 0; i < system.prefill_instances(); ++i) {
+    const std::string name = system.prefill_instances() > 1 ? "prefill" + std::to_string(i) : "prefill";
+    s.kv_used_blocks[name + " gpu"] = system.prefill(i).kv().gpu().used_blocks();
+    s.kv_used_blocks[name + " grace"] = system.prefill(i).kv().grace().used_blocks();
   }
   fakegpu::GpuFleet& fleet = d.cluster().fleet();
   for (int i = 0; i < fleet.size(); ++i) {

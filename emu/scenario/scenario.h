@@ -22,7 +22,7 @@ struct ScenarioModel {
   std::string kv_dtype = "fp8";
 };
 
-// Expert placement over the normal group's EP ranks.
+// Expert placement over one instance's EP ranks.
 struct ScenarioEplb {
   std::int64_t redundant_experts = 0;
   double expert_skew = 0;            // Zipf skew of expert popularity (0: uniform)
@@ -41,32 +41,66 @@ struct ScenarioRouter {
   double load_report_interval_s = 0.01;
 };
 
+// Where a pool's GPUs are (deployment.pools[i].gpus).
+struct ScenarioPlacement {
+  enum class Kind : std::uint8_t { automatic, list, rack };
+  Kind kind = Kind::automatic;
+  std::vector<std::int64_t> gpus;  // list: the cluster's GPU indices, instance after instance
+  std::int64_t rack = 0;           // rack: packed inside this rack (unit) of the cluster
+};
+
+// One worker pool (deployment.pools[i]): `instances` identical serving instances, each its own
+// lockstep group of tp x dp x pp GPUs.
+struct ScenarioPool {
+  std::string name;
+  std::string role;  // decode, prefill, mixed, aggregated
+  std::int64_t instances = 1;
+  std::int64_t tp = 1;  // attention tensor parallel inside one DP rank
+  std::int64_t dp = 1;  // attention data-parallel ranks
+  std::int64_t ep = 1;  // MoE expert parallel (1: MoE TP over the instance's GPUs)
+  std::int64_t pp = 1;  // pipeline stages (prefill pools)
+  ScenarioPlacement placement;
+  std::string weights = "fp8";  // bf16, fp8, nvfp4
+  std::string kv_dtype;         // the model's kv_dtype
+  std::int64_t token_budget = 8'192;  // tokens per step on a DP rank (prefill pools: 16,384)
+  std::int64_t max_running = 256;     // requests holding KV on a DP rank (prefill pools: 64)
+  std::int64_t chunk_tokens = 8'192;  // prefill tokens of one request per step (prefill pools: token_budget)
+  std::int64_t mtp_draft_tokens = 0;  // MTP draft tokens per decode step (accepted at the model's rate)
+  bool two_batch_overlap = false;
+  ScenarioEplb eplb;
+  double sm_partition_prefill = 0;  // mixed pools: SM share of the prefill stream (0: one batch, no partition)
+  // Resolved when the scenario is read: each instance's GPU indices.
+  std::vector<std::vector<std::int64_t>> instance_gpus;
+
+  std::int64_t gpus_per_instance() const { return tp * dp * pp; }
+  bool decodes() const { return role != "prefill"; }
+};
+
 struct ScenarioDeployment {
-  std::int64_t normal_gpus = 64;
-  std::int64_t prefill_gpus = 8;  // 0: no prefill worker
+  std::vector<ScenarioPool> pools;
   std::int64_t threshold_tokens = 2'048;
   std::string router_policy = "cache_aware";
   ScenarioRouter router;
   std::string kv_transfer_path = "rdma";  // P/D KV: rdma (CX8 NICs) or nvlink
   double kv_transfer_timeout_s = 5.0;     // a KV write slower than this is retried on the other path
-  bool kv_pool = false;                   // the normal GPUs' KV is one pool over NVLink
+  bool kv_pool = false;                   // the decoding GPUs' KV is one pool over NVLink
   bool fetch_remote_prefix = true;        // fetch a prefix a peer holds when cheaper than recomputing
   std::string grace_tier = "off";  // off, write_through, write_back
   std::uint64_t grace_bytes_per_gpu = 0;
-  std::int64_t token_budget = 8'192;  // tokens per step on a normal rank
-  std::int64_t max_running = 256;     // requests holding KV on a normal rank
   std::int64_t kv_block_tokens = 64;  // tokens per paged KV block (prefix hashes are per block)
-  std::int64_t chunk_tokens = 8'192;  // prefill tokens of one request per step on a normal rank
-  std::int64_t mtp_draft_tokens = 0;  // MTP draft tokens per decode step (accepted at the model's rate)
-  bool two_batch_overlap = false;
-  bool prefill_expert_parallel = false;  // prefill worker as TP + EP instead of TP alone
-  std::int64_t prefill_token_budget = 16'384;
-  ScenarioEplb eplb;
   // Faults (emu/faults, engine/system/health_monitor.h): noticing dead ranks and bringing them back.
   double health_check_interval_s = 1.0;
   double fault_detection_delay_s = 0.1;
   double gpu_reset_s = 10.0;
   double worker_restart_s = 30.0;
+
+  // The GPUs the deployment uses: one past the highest placed index.
+  std::int64_t cluster_gpus() const;
+  // The decoding pools' DP ranks in the router's order (pool, instance, rank): each one's first GPU.
+  std::vector<std::int64_t> rank_gpus() const;
+  // Every GPU of the decoding pools, and of the prefill pools, in pool and instance order.
+  std::vector<std::int64_t> decoding_gpus() const;
+  std::vector<std::int64_t> prefill_gpus() const;
 };
 
 struct ScenarioWorkload {
@@ -111,6 +145,9 @@ struct Scenario {
   ScenarioChecks checks;
   FaultPlan faults;  // emu/faults/fault_plan.h
 };
+
+// What fault targets of the scenario are checked against (its pools' GPUs and ranks, its fabric).
+FaultContext fault_context(const Scenario& s);
 
 // Reads and checks a scenario file; `overrides` are "key.path=value" (value: JSON, else a string), applied
 // before checking. Every problem is an rt::InputError naming the file and the key path.

@@ -7,6 +7,7 @@
 #include "emu/rt/errors.h"
 #include "emu/rt/json_reader.h"
 #include "emu/scenario/deployment_check.h"
+#include "emu/scenario/pool_reader.h"
 #include "emu/scenario/scenario.h"
 #include "engine/hal/types.h"
 #include "engine/model/model_profile.h"
@@ -21,7 +22,6 @@ constexpr std::array<std::string_view, 4> kRouterPolicies = {"round_robin", "lea
 constexpr std::array<std::string_view, 3> kGraceTiers = {"off", "write_through", "write_back"};
 // Bounds that keep GPU counts far from overflow; the fabric's own size is checked after.
 constexpr std::int64_t kMaxUnits = 1'024;
-constexpr std::int64_t kMaxGpus = 1 << 20;
 constexpr std::array<std::string_view, 2> kKvTransferPaths = {"rdma", "nvlink"};
 constexpr std::array<std::string_view, 2> kSessionStarts = {"poisson", "recorded"};
 constexpr std::array<std::string_view, 11> kAssertionGroups = {
@@ -111,7 +111,9 @@ void read_router(rt::JsonReader r, ScenarioRouter& out) {
   r.finish();
 }
 
-// "a.b.c=value": sets a.b.c in `root`, creating objects on the way; value is JSON when it parses, else a string.
+// "a.b.c=value": sets a.b.c in `root`, creating objects on the way; value is JSON when it parses, else a
+// string. A list entry is picked by its index or by its "name": "deployment.pools[0].dp",
+// "deployment.pools[prefill].tp".
 void apply_override(nlohmann::json& root, const std::string& file, const std::string& spec) {
   const auto eq = spec.find('=');
   if (eq == std::string::npos || eq == 0) throw rt::InputError(file, "--set " + spec, "expected key.path=value");
@@ -119,24 +121,60 @@ void apply_override(nlohmann::json& root, const std::string& file, const std::st
   const std::string text = spec.substr(eq + 1);
   nlohmann::json value = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (value.is_discarded()) value = text;
+  const auto bad = [&](const std::string& problem) { throw rt::InputError(file, "--set " + spec, problem); };
   nlohmann::json* node = &root;
   std::size_t begin = 0;
   for (;;) {
     const auto dot = path.find('.', begin);
-    const std::string key = path.substr(begin, dot == std::string::npos ? std::string::npos : dot - begin);
-    if (key.empty()) throw rt::InputError(file, "--set " + spec, "empty key in the key path");
+    std::string key = path.substr(begin, dot == std::string::npos ? std::string::npos : dot - begin);
+    std::string entry;  // "[...]" after the key: a list entry
+    if (const auto open = key.find('['); open != std::string::npos) {
+      if (key.back() != ']' || open + 2 > key.size() - 1) bad("expected key[index] or key[name]");
+      entry = key.substr(open + 1, key.size() - open - 2);
+      key.resize(open);
+    }
+    if (key.empty()) bad("empty key in the key path");
     if (!node->is_object()) throw rt::InputError(file, path, "--set: not inside an object");
-    if (dot == std::string::npos) {
+    const bool last = dot == std::string::npos;
+    if (last && entry.empty()) {
       (*node)[key] = value;
       return;
     }
     node = &(*node)[key];
-    if (node->is_null()) *node = nlohmann::json::object();
+    if (!entry.empty()) {
+      if (!node->is_array()) bad("'" + key + "' is not a list");
+      nlohmann::json* found = nullptr;
+      if (entry.size() < 10 && std::all_of(entry.begin(), entry.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+        const std::size_t i = std::stoul(entry);
+        if (i < node->size()) found = &(*node)[i];
+      } else {
+        for (auto& e : *node) {
+          if (e.is_object() && e.value("name", "") == entry) found = &e;
+        }
+      }
+      if (found == nullptr) bad("'" + key + "' has no entry " + entry);
+      node = found;
+      if (last) {
+        *node = value;
+        return;
+      }
+    } else if (node->is_null()) {
+      *node = nlohmann::json::object();
+    }
     begin = dot + 1;
   }
 }
 
 }  // namespace
+
+FaultContext fault_context(const Scenario& s) {
+  return FaultContext{.rank_gpus = s.deployment.rank_gpus(),
+                      .decoding_gpus = s.deployment.decoding_gpus(),
+                      .prefill_gpus = s.deployment.prefill_gpus(),
+                      .cluster_gpus = s.deployment.cluster_gpus(),
+                      .fabric_profile = s.cluster.fabric_profile,
+                      .units = s.cluster.units};
+}
 
 Scenario load_scenario(const std::filesystem::path& path, const std::vector<std::string>& overrides) {
   const std::string file = path.string();
@@ -172,8 +210,13 @@ Scenario load_scenario(const std::filesystem::path& path, const std::vector<std:
   }
   rt::JsonReader d = top.object("deployment");
   auto& dep = s.deployment;
-  dep.normal_gpus = d.integer("normal_gpus", 1, kMaxGpus);
-  dep.prefill_gpus = opt_int(d, "prefill_gpus", dep.prefill_gpus, 0, kMaxGpus);
+  for (const char* gone : {"normal_gpus", "prefill_gpus", "prefill_expert_parallel", "prefill_token_budget", "token_budget",
+                           "max_running", "chunk_tokens", "mtp_draft_tokens", "two_batch_overlap", "eplb"}) {
+    if (d.has(gone)) {
+      d.fail(gone, "is a key of each pool now: write the deployment as deployment.pools (scenarios/README.md)");
+    }
+  }
+  dep.pools = read_pools(d);
   dep.threshold_tokens = opt_int(d, "threshold_tokens", dep.threshold_tokens);
   dep.router_policy = one_of(d, "router_policy", kRouterPolicies, dep.router_policy);
   if (d.has("router")) read_router(d.object("router"), dep.router);
@@ -188,38 +231,21 @@ Scenario load_scenario(const std::filesystem::path& path, const std::vector<std:
   }
   dep.grace_tier = one_of(d, "grace_tier", kGraceTiers, dep.grace_tier);
   if (d.has("grace_bytes_per_gpu")) dep.grace_bytes_per_gpu = static_cast<std::uint64_t>(d.integer("grace_bytes_per_gpu"));
-  dep.token_budget = opt_int(d, "token_budget", dep.token_budget, 1);
-  dep.max_running = opt_int(d, "max_running", dep.max_running, 1);
   dep.kv_block_tokens = opt_int(d, "kv_block_tokens", dep.kv_block_tokens, 1);
-  dep.chunk_tokens = opt_int(d, "chunk_tokens", dep.chunk_tokens, 1);
-  dep.mtp_draft_tokens = opt_int(d, "mtp_draft_tokens", dep.mtp_draft_tokens);
-  if (d.has("two_batch_overlap")) dep.two_batch_overlap = d.boolean("two_batch_overlap");
-  if (d.has("prefill_expert_parallel")) dep.prefill_expert_parallel = d.boolean("prefill_expert_parallel");
-  dep.prefill_token_budget = opt_int(d, "prefill_token_budget", dep.prefill_token_budget, 1);
-  if (d.has("eplb")) {
-    rt::JsonReader e = d.object("eplb");
-    dep.eplb.redundant_experts = opt_int(e, "redundant_experts", dep.eplb.redundant_experts);
-    if (e.has("expert_skew")) dep.eplb.expert_skew = e.number("expert_skew", rt::NumberRule::non_negative);
-    dep.eplb.interval_steps = opt_int(e, "interval_steps", dep.eplb.interval_steps);
-    e.finish();
-  }
 
   for (auto [key, value] : {std::pair{"health_check_interval_s", &dep.health_check_interval_s},
                             std::pair{"fault_detection_delay_s", &dep.fault_detection_delay_s},
                             std::pair{"gpu_reset_s", &dep.gpu_reset_s}, std::pair{"worker_restart_s", &dep.worker_restart_s}}) {
     if (d.has(key)) *value = d.number(key, key == std::string_view("health_check_interval_s") ? rt::NumberRule::positive : rt::NumberRule::non_negative);
   }
-
-  // The fleet is the first GPUs of the fabric: the deployment must fit in it.
-  const auto spec = fabric::make_cluster(s.cluster.fabric_profile, static_cast<int>(s.cluster.units));
-  const std::int64_t fabric_gpus = static_cast<std::int64_t>(spec.node.gpus()) * s.cluster.units;
-  if (dep.normal_gpus + dep.prefill_gpus > fabric_gpus) {
-    d.fail("normal_gpus", std::to_string(dep.normal_gpus) + " normal + " + std::to_string(dep.prefill_gpus) +
-                              " prefill GPUs: more than the " + std::to_string(fabric_gpus) + " GPUs of " +
-                              std::to_string(s.cluster.units) + " x " + s.cluster.fabric_profile);
-  }
   d.finish();
+  for (ScenarioPool& p : dep.pools) {
+    if (p.kv_dtype.empty()) p.kv_dtype = s.model.kv_dtype;
+  }
+  // The pools take GPUs of the fabric: every one must fit in it.
+  const auto spec = fabric::make_cluster(s.cluster.fabric_profile, static_cast<int>(s.cluster.units));
   check_deployment(s);
+  place_pools(dep.pools, static_cast<std::int64_t>(spec.node.gpus()), s.cluster.units, file, s.cluster.fabric_profile);
 
   rt::JsonReader w = top.object("workload");
   s.workload.source = w.string("source");
@@ -243,7 +269,7 @@ Scenario load_scenario(const std::filesystem::path& path, const std::vector<std:
   }
   if (top.has("outputs")) read_outputs(top.object("outputs"), s.outputs);
   if (top.has("checks")) read_checks(top.object("checks"), s.checks);
-  if (top.has("faults")) s.faults = read_fault_plan(top.array("faults"), file, FaultContext{dep.normal_gpus, dep.prefill_gpus, s.cluster.fabric_profile, s.cluster.units});
+  if (top.has("faults")) s.faults = read_fault_plan(top.array("faults"), file, fault_context(s));
   top.finish();
   return s;
 }

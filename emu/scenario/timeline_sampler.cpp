@@ -69,8 +69,8 @@ void TimelineSampler::on_tokens(engine::RequestId id, std::int64_t count, bool f
 KvHits TimelineSampler::kv_hits() const {
   KvHits h;
   engine::PdSystem& system = deployment_.system();
-  for (std::int32_t r = 0; r < system.normal().ranks(); ++r) add(system.normal().kv(r).hit_counts(), h);
-  if (system.prefill() != nullptr) add(system.prefill()->kv().hit_counts(), h);
+  for (std::int32_t r = 0; r < system.ranks(); ++r) add(system.kv(r).hit_counts(), h);
+  for (std::size_t i = 0; i < system.prefill_instances(); ++i) add(system.prefill(i).kv().hit_counts(), h);
   return h;
 }
 
@@ -87,13 +87,13 @@ void TimelineSampler::sample() {
 
   engine::PdSystem& system = deployment_.system();
   double waiting = static_cast<double>(system.pending()), running = 0;
-  for (std::int32_t r = 0; r < system.normal().ranks(); ++r) {
-    waiting += static_cast<double>(system.normal().scheduler(r).waiting());
-    running += static_cast<double>(system.normal().scheduler(r).running());
+  for (std::int32_t r = 0; r < system.ranks(); ++r) {
+    waiting += static_cast<double>(system.scheduler(r).waiting());
+    running += static_cast<double>(system.scheduler(r).running());
   }
-  if (system.prefill() != nullptr) {
-    waiting += static_cast<double>(system.prefill()->scheduler().waiting());
-    running += static_cast<double>(system.prefill()->scheduler().running());
+  for (std::size_t i = 0; i < system.prefill_instances(); ++i) {
+    waiting += static_cast<double>(system.prefill(i).scheduler().waiting());
+    running += static_cast<double>(system.prefill(i).scheduler().running());
   }
   t.waiting.push_back(waiting);
   t.running.push_back(running);

@@ -5,12 +5,12 @@
 namespace nvl::engine {
 
 HealthMonitor::HealthMonitor(rt::Runtime& rt, HealthConfig cfg, std::int32_t ranks, Probe probe, Declare declare,
-                             std::function<bool()> busy, bool prefill_worker)
+                             std::function<bool()> busy, std::int32_t prefill_workers)
     : rt_(rt),
       cfg_(cfg),
       probe_(std::move(probe)),
       declare_(std::move(declare)),
-      state_(static_cast<std::size_t>(ranks) + (prefill_worker ? 1 : 0), State::watched),
+      state_(static_cast<std::size_t>(ranks + prefill_workers), State::watched),
       ranks_(ranks),
       busy_(std::move(busy)) {
   if (cfg_.check_interval <= rt::Duration() || cfg_.detection_delay < rt::Duration() ||
@@ -30,9 +30,10 @@ void HealthMonitor::watch() {
 void HealthMonitor::back(std::int32_t member) { state_of(member) = State::watched; }
 
 HealthMonitor::State& HealthMonitor::state_of(std::int32_t member) {
-  if (member == kPrefillWorker) {
-    if (state_.size() == static_cast<std::size_t>(ranks_)) throw std::out_of_range("health monitor: no prefill worker watched");
-    return state_.back();
+  if (member < 0) {
+    const std::size_t i = static_cast<std::size_t>(ranks_ + prefill_instance_of(member));
+    if (i >= state_.size()) throw std::out_of_range("health monitor: no prefill instance " + std::to_string(prefill_instance_of(member)) + " watched");
+    return state_[i];
   }
   if (member < 0 || member >= ranks_) throw std::out_of_range("health monitor: no DP rank " + std::to_string(member));
   return state_[static_cast<std::size_t>(member)];
@@ -40,7 +41,8 @@ HealthMonitor::State& HealthMonitor::state_of(std::int32_t member) {
 
 void HealthMonitor::record(std::int32_t member, const std::string& what, nlohmann::json fields) {
   const bool warning = what != "cleared";
-  if (member == kPrefillWorker) {
+  if (member < 0) {
+    if (member != kPrefillWorker) fields["instance"] = prefill_instance_of(member);
     rt_.record("health", "prefill_worker_" + what, std::move(fields), warning ? rt::Severity::warning : rt::Severity::info);
     return;
   }
@@ -51,7 +53,8 @@ void HealthMonitor::record(std::int32_t member, const std::string& what, nlohman
 void HealthMonitor::check() {
   ++checks_;
   for (std::size_t i = 0; i < state_.size(); ++i) {
-    const std::int32_t member = i < static_cast<std::size_t>(ranks_) ? static_cast<std::int32_t>(i) : kPrefillWorker;
+    const auto index = static_cast<std::int32_t>(i);
+    const std::int32_t member = index < ranks_ ? index : prefill_member(index - ranks_);
     if (state_[i] == State::watched && probe_(member)) suspect(member, "health_check");
   }
   if (busy_()) next_check_ = rt_.call_after(cfg_.check_interval, [this] { check(); });

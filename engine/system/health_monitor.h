@@ -22,17 +22,20 @@ struct HealthConfig {
 
 class HealthMonitor {
  public:
-  // The member that stands for the prefill worker (the DP ranks are 0 .. ranks - 1).
+  // The members that stand for prefill instances: -1 for the first, -2 for the second, ... (the DP
+  // ranks are 0 .. ranks - 1).
   static constexpr std::int32_t kPrefillWorker = -1;
+  static constexpr std::int32_t prefill_member(std::int32_t instance) { return -1 - instance; }
+  static constexpr std::int32_t prefill_instance_of(std::int32_t member) { return -1 - member; }
   // What is wrong with a member now (nullopt: healthy, or no longer watched).
   using Probe = std::function<std::optional<std::string>(std::int32_t member)>;
   // The member is declared dead: `why` from the probe, `how` it was noticed ("health_check", "operation_error").
   using Declare = std::function<void(std::int32_t member, const std::string& why, const std::string& how)>;
 
-  // Watches DP ranks 0 .. ranks - 1 and, with `prefill_worker`, the prefill worker (kPrefillWorker).
+  // Watches DP ranks 0 .. ranks - 1 and `prefill_workers` prefill instances (prefill_member(i)).
   // `busy` says whether there is work: the periodic check re-arms itself only while it holds.
   HealthMonitor(rt::Runtime& rt, HealthConfig cfg, std::int32_t ranks, Probe probe, Declare declare,
-                std::function<bool()> busy, bool prefill_worker = false);
+                std::function<bool()> busy, std::int32_t prefill_workers = 0);
 
   const HealthConfig& config() const { return cfg_; }
   // A step failed on the member: declared after the detection delay if the probe still finds it unhealthy.
@@ -57,7 +60,7 @@ class HealthMonitor {
   HealthConfig cfg_;
   Probe probe_;
   Declare declare_;
-  std::vector<State> state_;  // the DP ranks, then the prefill worker
+  std::vector<State> state_;  // the DP ranks, then the prefill instances
   std::int32_t ranks_ = 0;
   std::function<bool()> busy_;
   rt::TimerHandle next_check_;

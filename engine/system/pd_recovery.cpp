@@ -28,85 +28,108 @@ std::string xid_text(hal::DeviceHealth h, hal::DeviceId gpu) {
 
 void PdSystem::start_recovery() {
   health_.emplace(
-      rt_, cfg_.health, normal_->ranks(),
-      [this](std::int32_t rank) -> std::optional<std::string> {
-        if (rank == HealthMonitor::kPrefillWorker) return prefill_probe();
-        if (!normal_->live(rank)) return std::nullopt;  // out of the group: not watched
-        if (normal_->crashed(rank)) return "the worker process of DP rank " + std::to_string(rank) + " exited";
-        const hal::Device& gpu = *normal_gpus_.at(static_cast<std::size_t>(rank));
-        if (gpu.health() == hal::DeviceHealth::healthy) return std::nullopt;
-        return xid_text(gpu.health(), gpu.id()) + " under DP rank " + std::to_string(rank);
+      rt_, cfg_.health, ranks(),
+      [this](std::int32_t member) -> std::optional<std::string> {
+        if (member < 0) return prefill_probe(static_cast<std::size_t>(HealthMonitor::prefill_instance_of(member)));
+        if (!rank_live(member)) return std::nullopt;  // out of the group: not watched
+        if (group_of(member).crashed(local_rank(member))) {
+          return "the worker process of DP rank " + std::to_string(member) + " exited";
+        }
+        for (const hal::Device* gpu : group_of(member).devices_of(local_rank(member))) {
+          if (gpu->health() != hal::DeviceHealth::healthy) {
+            return xid_text(gpu->health(), gpu->id()) + " under DP rank " + std::to_string(member);
+          }
+        }
+        return std::nullopt;
       },
-      [this](std::int32_t rank, const std::string& why, const std::string&) {
-        if (rank == HealthMonitor::kPrefillWorker) {
-          declare_prefill_dead(why);
+      [this](std::int32_t member, const std::string& why, const std::string&) {
+        if (member < 0) {
+          declare_prefill_dead(static_cast<std::size_t>(HealthMonitor::prefill_instance_of(member)), why);
         } else {
-          declare_dead(rank, why);
+          declare_dead(member, why);
         }
       },
-      [this] { return !timings_.empty(); }, prefill_ != nullptr);
-  normal_->on_step_failure([this](std::int32_t rank, const hal::HalError&) {
-    health_->operation_error(rank);
-    health_->watch();
-  });
-  if (prefill_) {
-    prefill_->on_step_failure([this](const hal::HalError&) {
-      health_->operation_error(HealthMonitor::kPrefillWorker);
+      [this] { return !timings_.empty(); }, static_cast<std::int32_t>(prefills_.size()));
+  for (std::size_t g = 0; g < groups_.size(); ++g) {
+    const std::int32_t base = first_rank_[g];
+    groups_[g]->on_step_failure([this, base](std::int32_t local, const hal::HalError&) {
+      health_->operation_error(base + local);
+      health_->watch();
+    });
+  }
+  for (std::size_t i = 0; i < prefills_.size(); ++i) {
+    prefills_[i].worker->on_step_failure([this, i](const hal::HalError&) {
+      health_->operation_error(HealthMonitor::prefill_member(static_cast<std::int32_t>(i)));
       health_->watch();
     });
   }
   health_->watch();
 }
 
-std::optional<std::string> PdSystem::prefill_probe() const {
-  if (!prefill_->live()) return std::nullopt;  // out: not watched
-  if (prefill_->crashed()) return "the worker process of the prefill worker exited";
-  for (const hal::Device* gpu : prefill_gpus_) {
-    if (gpu->health() != hal::DeviceHealth::healthy) return xid_text(gpu->health(), gpu->id()) + " under the prefill worker";
+std::optional<std::string> PdSystem::prefill_probe(std::size_t instance) const {
+  const PrefillSlot& p = prefills_.at(instance);
+  const std::string which = prefills_.size() > 1 ? "prefill instance " + std::to_string(instance) : "the prefill worker";
+  if (!p.worker->live()) return std::nullopt;  // out: not watched
+  if (p.worker->crashed()) return "the worker process of " + which + " exited";
+  for (const hal::Device* gpu : p.gpus) {
+    if (gpu->health() != hal::DeviceHealth::healthy) return xid_text(gpu->health(), gpu->id()) + " under " + which;
   }
   return std::nullopt;
 }
 
-void PdSystem::declare_prefill_dead(const std::string& why) {
-  prefill_down_ = why;
-  router_.set_prefill_worker_up(false);
-  rt_.record("router", "prefill_path_off", {{"why", why}, {"next", "every prompt prefilled on its DP rank"}},
-             rt::Severity::warning);
-  // Every request the worker held, queued or prefilling or its KV still moving, is prefilled on its
+void PdSystem::declare_prefill_dead(std::size_t instance, const std::string& why) {
+  PrefillSlot& p = prefills_.at(instance);
+  p.down = why;
+  const bool others_up = choose_prefill().has_value();
+  router_.set_prefill_worker_up(others_up);
+  if (!others_up) {
+    rt_.record("router", "prefill_path_off", {{"why", why}, {"next", "every prompt prefilled on its DP rank"}},
+               rt::Severity::warning);
+  }
+  // Every request the instance held, queued or prefilling or its KV still moving, is prefilled on its
   // decode rank instead, in the KV room that rank took for the transfer. Pushes still in flight land
   // unheeded; the worker's copy goes with it.
   std::vector<std::pair<RequestId, std::int32_t>> held;
-  for (const auto& [id, m] : moving_) held.emplace_back(id, m.rank);
-  moving_.clear();
-  prefill_->take_down(why);
+  for (const auto& [id, m] : moving_) {
+    if (m.prefill == instance) held.emplace_back(id, m.rank);
+  }
+  for (const auto& [id, rank] : held) {
+    moving_.erase(id);
+    forget_prefill(id);
+  }
+  p.worker->take_down(why);
   for (const auto& [id, rank] : held) reprefill(rank, id, "prefill_worker_down", why);
-  rt_.record("pd", "prefill_worker_removed", {{"why", why}, {"requests", held.size()}}, rt::Severity::warning);
+  nlohmann::json removed{{"why", why}, {"requests", held.size()}};
+  if (prefills_.size() > 1) removed["instance"] = instance;
+  rt_.record("pd", "prefill_worker_removed", std::move(removed), rt::Severity::warning);
   // It comes back after a reset of the GPUs that need one, or a restart of its process. Its TP group
   // cannot run without a lost GPU: then it stays out.
-  const bool crashed = prefill_->crashed();
-  const bool lost = std::any_of(prefill_gpus_.begin(), prefill_gpus_.end(),
+  const bool crashed = p.worker->crashed();
+  const bool lost = std::any_of(p.gpus.begin(), p.gpus.end(),
                                 [](const hal::Device* g) { return g->health() == hal::DeviceHealth::lost; });
   if (lost) {
     rt_.record("health", "prefill_worker_out", {{"why", why}, {"until", "the end of the run"}}, rt::Severity::warning);
     return;
   }
-  rt_.call_after(crashed ? cfg_.health.worker_restart_time : cfg_.health.gpu_reset_time, [this, crashed, why] {
-    for (hal::Device* gpu : prefill_gpus_) {
+  rt_.call_after(crashed ? cfg_.health.worker_restart_time : cfg_.health.gpu_reset_time, [this, instance, crashed, why] {
+    PrefillSlot& back = prefills_[instance];
+    for (hal::Device* gpu : back.gpus) {
       if (gpu->health() == hal::DeviceHealth::needs_reset) gpu->reset();
     }
-    if (std::any_of(prefill_gpus_.begin(), prefill_gpus_.end(),
+    if (std::any_of(back.gpus.begin(), back.gpus.end(),
                     [](const hal::Device* g) { return g->health() != hal::DeviceHealth::healthy; })) {
       rt_.record("health", "prefill_worker_out", {{"why", "a GPU was lost while it was out"}, {"until", "the end of the run"}},
                  rt::Severity::warning);
       return;
     }
-    prefill_->restore();
-    prefill_down_.reset();
-    health_->back(HealthMonitor::kPrefillWorker);
+    back.worker->restore();
+    back.down.reset();
+    health_->back(HealthMonitor::prefill_member(static_cast<std::int32_t>(instance)));
+    const bool was_off = !router_.prefill_worker_up();
     router_.set_prefill_worker_up(true);
     rt_.record("health", "prefill_worker_back", {{"how", crashed ? "restarted" : "reset"}, {"after", why}},
                rt::Severity::warning);
-    rt_.record("router", "prefill_path_on", nlohmann::json::object(), rt::Severity::warning);
+    if (was_off) rt_.record("router", "prefill_path_on", nlohmann::json::object(), rt::Severity::warning);
   });
 }
 
@@ -116,37 +139,46 @@ void PdSystem::declare_dead(std::int32_t rank, const std::string& why) {
   RankLoad dead = view_.at(rank);
   dead.healthy = false;
   view_.report(rank, dead, rt_.now());
-  hal::Device& gpu = *normal_gpus_.at(static_cast<std::size_t>(rank));
-  const bool crashed = normal_->crashed(rank);
+  NormalWorkerGroup& group = group_of(rank);
+  const std::int32_t local = local_rank(rank);
+  const bool crashed = group.crashed(local);
   // Nor does it plan fetches from the dead GPU's HBM; its Grace memory, on the host, is still there
   // unless the worker process that held it died.
-  for (const auto& [pool, tier] : {std::pair{&normal_->kv(rank).gpu(), KvTier::gpu}, std::pair{&normal_->kv(rank).grace(), KvTier::grace}}) {
+  for (const auto& [pool, tier] : {std::pair{&kv(rank).gpu(), KvTier::gpu}, std::pair{&kv(rank).grace(), KvTier::grace}}) {
     if (tier == KvTier::grace && !crashed) continue;
     for (BlockId b = 0; b < static_cast<BlockId>(pool->capacity()); ++b) {
       if (const auto h = pool->hash_of(b)) router_.on_kv_event(KvEvent{KvEvent::Kind::removed, tier, rank, *h});
     }
   }
-  normal_->remove_rank(rank, why, [this, rank, why](std::vector<RequestState> requests) {
+  group.remove_rank(local, why, [this, rank, why](std::vector<RequestState> requests) {
     migrate(rank, std::move(requests), why);
   });
-  if (crashed) normal_->kv(rank).drop_grace_cached();  // the process's pinned memory went with it
+  if (crashed) kv(rank).drop_grace_cached();  // the process's pinned memory went with it
   // What comes back: a GPU after its reset (drained first: the group no longer runs on it), a worker
   // after its restart. A lost GPU does not.
+  const std::vector<hal::Device*> gpus = group.devices_of(local);
+  const auto any = [&gpus](hal::DeviceHealth h) {
+    return std::any_of(gpus.begin(), gpus.end(), [h](const hal::Device* g) { return g->health() == h; });
+  };
   rt::Duration back_after;
   if (crashed) {
     back_after = cfg_.health.worker_restart_time;
-  } else if (gpu.health() == hal::DeviceHealth::needs_reset) {
+  } else if (any(hal::DeviceHealth::needs_reset) && !any(hal::DeviceHealth::lost)) {
     back_after = cfg_.health.gpu_reset_time;
   } else {
     return;
   }
-  rt_.call_after(back_after, [this, rank, &gpu] {
-    if (gpu.health() == hal::DeviceHealth::needs_reset) gpu.reset();
-    if (gpu.health() != hal::DeviceHealth::healthy) return;  // lost meanwhile
-    normal_->restore_rank(rank);
+  rt_.call_after(back_after, [this, rank, gpus] {
+    for (hal::Device* gpu : gpus) {
+      if (gpu->health() == hal::DeviceHealth::needs_reset) gpu->reset();
+    }
+    for (const hal::Device* gpu : gpus) {
+      if (gpu->health() != hal::DeviceHealth::healthy) return;  // lost meanwhile
+    }
+    group_of(rank).restore_rank(local_rank(rank));
     dead_why_.erase(rank);
     health_->back(rank);
-    RankLoad back = normal_->load(rank);
+    RankLoad back = group_of(rank).load(local_rank(rank));
     view_.report(rank, back, rt_.now());
     rt_.record("health", "rank_back", {{"rank", rank}}, rt::Severity::warning);
   });
@@ -156,15 +188,18 @@ void PdSystem::migrate(std::int32_t rank, std::vector<RequestState> requests, co
   for (RequestState& r : requests) {
     const RequestId id = r.id;
     if (!live(id)) continue;  // cancelled: its end is on the way
-    if (moving_.erase(id) > 0) {
-      // Its KV was moving in from the prefill worker: that stops, and the prefill worker's copy is freed.
-      prefill_->release_kv(id);
-      prefill_->cancel(id);
+    const auto moving = moving_.find(id);
+    if (moving != moving_.end()) {
+      // Its KV was moving in from a prefill instance: that stops, and the instance's copy is freed.
+      prefill(moving->second.prefill).release_kv(id);
+      prefill(moving->second.prefill).cancel(id);
+      moving_.erase(moving);
     }
+    forget_prefill(id);
     rt_.record("pd", "request_migrated",
                {{"request", id}, {"from_rank", rank}, {"output_tokens", r.output_tokens}, {"why", why}},
                rt::Severity::warning);
-    if (normal_->live_ranks() == 0) {
+    if (live_ranks() == 0) {
       end_request(router_address_, id, "DP rank " + std::to_string(rank) + " failed (" + why + ") and no DP rank is left");
       continue;
     }
@@ -175,9 +210,9 @@ void PdSystem::migrate(std::int32_t rank, std::vector<RequestState> requests, co
 }
 
 bool PdSystem::redirect(std::int32_t rank, RequestState& request, bool prefill_path) {
-  if (!normal_->live(rank)) {
+  if (!rank_live(rank)) {
     rt_.record("pd", "request_redirected", {{"request", request.id}, {"dead_rank", rank}});
-    if (normal_->live_ranks() == 0) {
+    if (live_ranks() == 0) {
       const auto why = dead_why_.find(rank);
       end_request(rank_address(rank), request.id,
                   "DP rank " + std::to_string(rank) + " failed (" + (why != dead_why_.end() ? why->second : "") +
@@ -192,36 +227,42 @@ bool PdSystem::redirect(std::int32_t rank, RequestState& request, bool prefill_p
   request.output_tokens = it->second;
   resume_from_.erase(it);
   if (!prefill_path) return false;
-  normal_->submit(rank, std::move(request));
+  group_of(rank).submit(local_rank(rank), std::move(request));
   return true;
 }
 
 void PdSystem::crash_worker(std::int32_t rank) {
-  if (rank < 0 || rank >= normal_->ranks()) throw std::out_of_range("no DP rank " + std::to_string(rank));
-  normal_->crash(rank);
+  if (rank < 0 || rank >= ranks()) throw std::out_of_range("no DP rank " + std::to_string(rank));
+  group_of(rank).crash(local_rank(rank));
   health_->watch();
 }
 
-void PdSystem::crash_prefill_worker() {
-  if (!prefill_) throw std::logic_error("crash_prefill_worker: the deployment has no prefill worker");
-  prefill_->crash();
+void PdSystem::crash_prefill_worker(std::size_t instance) {
+  if (instance >= prefills_.size()) throw std::logic_error("crash_prefill_worker: no prefill instance " + std::to_string(instance));
+  prefills_[instance].worker->crash();
   health_->watch();
 }
 
 void PdSystem::restart_router() {
   router_.restart();
   std::int64_t live = 0;
-  for (std::int32_t r = 0; r < normal_->ranks(); ++r) {
-    if (!normal_->live(r)) continue;
-    normal_->kv(r).republish();
+  for (std::int32_t r = 0; r < ranks(); ++r) {
+    if (!rank_live(r)) continue;
+    kv(r).republish();
     ++live;
   }
   rt_.record("router", "restarted", {{"ranks_republishing", live}}, rt::Severity::warning);
 }
 
+std::int32_t PdSystem::live_ranks() const {
+  std::int32_t live = 0;
+  for (const auto& g : groups_) live += g->live_ranks();
+  return live;
+}
+
 std::int64_t PdSystem::grace_memory_error(std::int32_t rank) {
-  if (rank < 0 || rank >= normal_->ranks()) throw std::out_of_range("no DP rank " + std::to_string(rank));
-  const std::int64_t lost = normal_->kv(rank).drop_grace_cached();
+  if (rank < 0 || rank >= ranks()) throw std::out_of_range("no DP rank " + std::to_string(rank));
+  const std::int64_t lost = kv(rank).drop_grace_cached();
   rt_.record("kv", "grace_blocks_lost", {{"rank", rank}, {"blocks", lost}}, rt::Severity::warning);
   return lost;
 }

@@ -17,14 +17,23 @@ constexpr std::uint32_t kFrontendPort = 7002;
 constexpr std::uint32_t kRankPortBase = 10000;  // + the rank's GPU id
 
 RouterConfig router_config(RouterConfig cfg, const PdDeployment& d) {
-  cfg.block_tokens = d.normal.block_tokens;
-  cfg.prefill_worker = cfg.prefill_worker && !d.prefill_gpus.empty();
+  if (d.decode.empty()) throw std::invalid_argument("P/D system: needs at least one decoding instance");
+  cfg.block_tokens = d.decode.front().group.block_tokens;
+  cfg.prefill_worker = cfg.prefill_worker && !d.prefill.empty();
   return cfg;
 }
 
 std::int32_t ranks_of(const PdDeployment& d) {
-  if (d.normal_gpus.empty()) throw std::invalid_argument("P/D system: needs at least one normal GPU");
-  return static_cast<std::int32_t>(d.normal_gpus.size());
+  std::size_t ranks = 0;
+  for (const DecodeInstance& i : d.decode) {
+    const auto tp = static_cast<std::size_t>(std::max<std::int64_t>(1, i.group.attention_tp));
+    if (i.gpus.empty() || i.gpus.size() % tp != 0) {
+      throw std::invalid_argument("P/D system: decoding instance " + i.name + " needs a positive multiple of its TP degree in GPUs");
+    }
+    ranks += i.gpus.size() / tp;
+  }
+  if (ranks == 0) throw std::invalid_argument("P/D system: needs at least one decoding GPU");
+  return static_cast<std::int32_t>(ranks);
 }
 
 bool same_load(const proto::LoadReport& a, const proto::LoadReport& b) {
@@ -61,76 +70,131 @@ PdSystem::PdSystem(rt::Runtime& rt, const ModelProfile& model, hal::Collectives&
       view_(ranks_of(d)),
       control_(rt, network, [this](const proto::ControlMessage& m, const std::string& why) { on_lost(m, why); }),
       rdma_(rdma),
-      normal_gpus_(d.normal_gpus),
-      kv_bytes_per_token_(kv_bytes_per_token(model, d.normal.kv_dtype).total()) {
+      kv_bytes_per_token_(kv_bytes_per_token(model, d.decode.front().group.kv_dtype).total()) {
   if (cfg_.load_report_interval <= rt::Duration()) {
     throw std::invalid_argument("P/D system: the load report interval must be positive");
   }
+  const hal::Device& first = *d.decode.front().gpus.front();
   cfg_.fetch.gpu_pool = cfg_.kv_pool;
-  cfg_.fetch.recompute_tokens_per_s = d.normal_gpus.front()->info().peak(hal::DType::fp8) * cfg_.prefill_efficiency /
-                                      (2.0 * static_cast<double>(model.active_params()));
-  normal_ = std::make_unique<NormalWorkerGroup>(
-      rt, model, d.normal_gpus, collectives, d.normal,
-      [this](std::int32_t rank, const StepOutcome& o) { on_normal_tokens(rank, o); },
-      [this](std::int32_t rank, RequestId id, const std::string& why) { end_request(rank_address(rank), id, why); });
-
-  // The router and the frontend sit on the first normal GPU's host; each rank speaks from its GPU's host.
-  const hal::HostId router_host = d.normal_gpus.front()->info().host;
+  cfg_.fetch.recompute_tokens_per_s =
+      first.info().peak(hal::DType::fp8) * cfg_.prefill_efficiency / (2.0 * static_cast<double>(model.active_params()));
+  // The router and the frontend sit on the first decoding GPU's host; each rank speaks from its GPU's host.
+  const hal::HostId router_host = first.info().host;
   router_address_ = hal::Address{router_host, kRouterPort};
   frontend_address_ = hal::Address{router_host, kFrontendPort};
   control_.listen(router_address_, [this](const proto::ControlMessage& m) { on_router(m); });
   control_.listen(frontend_address_, [this](const proto::ControlMessage& m) { on_frontend(m); });
-  for (std::int32_t r = 0; r < normal_->ranks(); ++r) {
-    const hal::Device* g = d.normal_gpus[static_cast<std::size_t>(r)];
-    rank_addresses_.push_back(hal::Address{g->info().host, kRankPortBase + static_cast<std::uint32_t>(g->id())});
+  for (DecodeInstance& i : d.decode) add_decode_instance(rt, model, collectives, std::move(i));
+  last_reported_.resize(rank_addresses_.size());
+  if (!d.prefill.empty() && rdma == nullptr) {
+    throw std::invalid_argument("a prefill instance needs RDMA to move its KV to the DP ranks");
+  }
+  for (PrefillInstance& p : d.prefill) add_prefill_instance(rt, model, collectives, std::move(p));
+  start_recovery();
+  for (auto& g : groups_) g->start();
+  for (auto& p : prefills_) p.worker->start();
+  reporting_ = true;
+  rt_.call_after(rt::Duration(), [this] { publish_loads(); });  // the router's first view
+}
+
+void PdSystem::add_decode_instance(rt::Runtime& rt, const ModelProfile& model, hal::Collectives& collectives,
+                                   DecodeInstance d) {
+  const std::size_t g = groups_.size();
+  const auto base = static_cast<std::int32_t>(slots_.size());
+  for (hal::Device* gpu : d.gpus) devices_[gpu->id()] = gpu;
+  groups_.push_back(std::make_unique<NormalWorkerGroup>(
+      rt, model, d.gpus, collectives, d.group,
+      [this, base](std::int32_t local, const StepOutcome& o) { on_normal_tokens(base + local, o); },
+      [this, base](std::int32_t local, RequestId id, const std::string& why) {
+        end_request(rank_address(base + local), id, why);
+      }));
+  NormalWorkerGroup& group = *groups_.back();
+  first_rank_.push_back(base);
+  for (std::int32_t local = 0; local < group.ranks(); ++local) {
+    const std::int32_t r = base + local;
+    slots_.push_back(RankSlot{.group = g, .local = local, .local_prefill = d.local_prefill});
+    const hal::Device& gpu = *devices_.at(group.device_of(local));
+    rank_addresses_.push_back(hal::Address{gpu.info().host, kRankPortBase + static_cast<std::uint32_t>(gpu.id())});
     control_.listen(rank_addresses_.back(), [this, r](const proto::ControlMessage& m) { on_rank(r, m); });
-    normal_->kv(r).subscribe([this, r](const KvEvent& e) {
+    group.kv(local).subscribe([this, r](const KvEvent& e) {
       proto::ControlMessage m;
       *m.mutable_kv_event() = to_message(e);
+      m.mutable_kv_event()->set_rank(r);  // the router's rank, not the rank inside the instance
       control_.send(rank_address(r), router_address_, std::move(m));
     });
   }
-  last_reported_.resize(rank_addresses_.size());
+}
 
-  if (!d.prefill_gpus.empty()) {
-    if (rdma == nullptr) throw std::invalid_argument("a prefill worker needs RDMA to move its KV to the DP ranks");
-    std::vector<hal::DeviceId> sources;
-    for (hal::Device* g : d.prefill_gpus) sources.push_back(g->id());
-    d.prefill.hold_kv_for_transfer = true;  // its KV is read by the transfer after the first token
-    prefill_ = std::make_unique<PrefillWorker>(
-        rt, model, d.prefill_gpus, collectives, d.prefill,
-        [this](const StepOutcome& o) {
-          const auto it = timings_.find(o.id);
-          if (it != timings_.end()) it->second.prefill_done = rt_.now();
-        },
-        [this](RequestId id, std::int64_t done, std::int64_t total, std::uint64_t bytes) {
-          on_kv_ready(id, done, total, bytes);
-        },
-        [this](RequestId id, const std::string& why) {
-          // The prefill worker cannot hold it: the decode rank, whose KV room is taken, prefills it.
-          const auto it = moving_.find(id);
-          if (it == moving_.end()) return;
-          const std::int32_t rank = it->second.rank;
-          moving_.erase(it);
-          proto::ControlMessage m;
-          proto::KvTransferDone& done = *m.mutable_transfer_done();
-          done.set_request_id(id);
-          done.set_to_rank(rank);
-          done.set_ok(false);
-          done.set_error(why);
-          control_.send(prefill_address_, rank_address(rank), std::move(m));
-        });
-    prefill_gpu_ = sources.front();
-    prefill_gpus_ = d.prefill_gpus;
-    prefill_address_ = hal::Address{d.prefill_gpus.front()->info().host, kPrefillPort};
-    control_.listen(prefill_address_, [this](const proto::ControlMessage& m) { on_prefill(m); });
-    transfer_.emplace(*rdma, std::move(sources), cfg_.transfer);
-    prefill_->start();
+void PdSystem::add_prefill_instance(rt::Runtime& rt, const ModelProfile& model, hal::Collectives& collectives,
+                                    PrefillInstance p) {
+  const std::size_t i = prefills_.size();
+  std::vector<hal::DeviceId> sources;
+  for (hal::Device* gpu : p.gpus) {
+    sources.push_back(gpu->id());
+    devices_[gpu->id()] = gpu;
   }
-  start_recovery();
-  normal_->start();
-  reporting_ = true;
-  rt_.call_after(rt::Duration(), [this] { publish_loads(); });  // the router's first view
+  p.worker.hold_kv_for_transfer = true;  // its KV is read by the transfer after the first token
+  PrefillSlot& slot = prefills_.emplace_back();
+  slot.gpus = p.gpus;
+  slot.worker = std::make_unique<PrefillWorker>(
+      rt, model, p.gpus, collectives, p.worker,
+      [this, i](const StepOutcome& o) {
+        forget_prefill(o.id);
+        const auto it = timings_.find(o.id);
+        if (it != timings_.end()) it->second.prefill_done = rt_.now();
+      },
+      [this](RequestId id, std::int64_t done, std::int64_t total, std::uint64_t bytes) {
+        on_kv_ready(id, done, total, bytes);
+      },
+      [this, i](RequestId id, const std::string& why) {
+        // The prefill instance cannot hold it: the decode rank, whose KV room is taken, prefills it.
+        const auto it = moving_.find(id);
+        if (it == moving_.end()) return;
+        const std::int32_t rank = it->second.rank;
+        moving_.erase(it);
+        forget_prefill(id);
+        proto::ControlMessage m;
+        proto::KvTransferDone& done = *m.mutable_transfer_done();
+        done.set_request_id(id);
+        done.set_to_rank(rank);
+        done.set_ok(false);
+        done.set_error(why);
+        control_.send(prefills_[i].address, rank_address(rank), std::move(m));
+      });
+  // Every instance listens on its own first GPU's host (instances sharing a host get their own ports).
+  slot.address = hal::Address{p.gpus.front()->info().host, kPrefillPort + static_cast<std::uint32_t>(100 * i)};
+  control_.listen(slot.address, [this, i](const proto::ControlMessage& m) { on_prefill(i, m); });
+  slot.transfer.emplace(*rdma_, std::move(sources), cfg_.transfer);
+}
+
+std::optional<std::int32_t> PdSystem::rank_of_gpu(hal::DeviceId gpu) const {
+  for (std::int32_t r = 0; r < ranks(); ++r) {
+    for (const hal::Device* d : group_of(r).devices_of(local_rank(r))) {
+      if (d->id() == gpu) return r;
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<std::size_t> PdSystem::prefill_of_gpu(hal::DeviceId gpu) const {
+  for (std::size_t i = 0; i < prefills_.size(); ++i) {
+    for (const hal::Device* d : prefills_[i].gpus) {
+      if (d->id() == gpu) return i;
+    }
+  }
+  return std::nullopt;
+}
+
+std::vector<hal::Device*> PdSystem::prefill_gpus() const {
+  std::vector<hal::Device*> out;
+  for (const PrefillSlot& p : prefills_) out.insert(out.end(), p.gpus.begin(), p.gpus.end());
+  return out;
+}
+
+std::uint64_t PdSystem::transfer_bytes() const {
+  std::uint64_t bytes = 0;
+  for (const PrefillSlot& p : prefills_) bytes += p.transfer ? p.transfer->bytes_moved() : 0;
+  return bytes;
 }
 
 // ---- endpoints ------------------------------------------------------------------------------------
@@ -179,7 +243,7 @@ void PdSystem::on_rank(std::int32_t rank, const proto::ControlMessage& m) {
       proto::ControlMessage reply;
       proto::HealthStatus& s = *reply.mutable_health_status();
       s.set_rank(rank);
-      s.set_healthy(normal_->load(rank).healthy);
+      s.set_healthy(group_of(rank).load(local_rank(rank)).healthy);
       control_.send(rank_address(rank), router_address_, std::move(reply));
       return;
     }
@@ -188,16 +252,17 @@ void PdSystem::on_rank(std::int32_t rank, const proto::ControlMessage& m) {
   }
 }
 
-void PdSystem::on_prefill(const proto::ControlMessage& m) {
+void PdSystem::on_prefill(std::size_t instance, const proto::ControlMessage& m) {
   switch (m.body_case()) {
     case proto::ControlMessage::kSchedule:
-      prefill_schedule(m.schedule());
+      prefill_schedule(instance, m.schedule());
       return;
     case proto::ControlMessage::kCancel: {
       const RequestId id = m.cancel().request_id();
       moving_.erase(id);  // pushes still in flight land unheeded
-      prefill_->release_kv(id);
-      prefill_->cancel(id);
+      forget_prefill(id);
+      prefill(instance).release_kv(id);
+      prefill(instance).cancel(id);
       return;
     }
     default:
@@ -264,7 +329,8 @@ void PdSystem::route(RequestState request) {
   s.set_transport(cfg_.transfer.path == hal::RdmaPath::nvlink ? proto::KV_TRANSPORT_NVLINK : proto::KV_TRANSPORT_RDMA);
   // The router counted the longest hit anywhere; what this rank gets is its own hit plus a fetch, if
   // one pays. A prompt still long after that goes to the prefill worker after all.
-  PrefillPath path = d->path;
+  const LocalPrefill mode = slot(d->rank).local_prefill;
+  PrefillPath path = mode == LocalPrefill::always ? PrefillPath::local : d->path;
   if (path == PrefillPath::local) {
     const std::vector<RankMatch> matches = d->matches.empty() ? router_.index().match(request.prompt_hashes) : d->matches;
     const std::int64_t own_blocks = matches[static_cast<std::size_t>(d->rank)].grace_blocks;
@@ -288,8 +354,9 @@ void PdSystem::route(RequestState request) {
       }
     }
     const std::int64_t reachable = own_blocks + (f.source != PrefixSource::none ? f.blocks : 0);
-    if (prefill_ && !prefill_down_ &&
-        request.prompt_tokens - reachable * block_tokens() >= router_.config().prefill_threshold_tokens) {
+    const bool long_prompt =
+        request.prompt_tokens - reachable * block_tokens() >= router_.config().prefill_threshold_tokens;
+    if (mode != LocalPrefill::always && any_prefill_up() && (long_prompt || mode == LocalPrefill::never)) {
       path = PrefillPath::prefill_worker;
     } else {
       s.set_cached_prefix_tokens(static_cast<std::uint32_t>(own_blocks * block_tokens()));
@@ -300,16 +367,28 @@ void PdSystem::route(RequestState request) {
       }
     }
   }
+  std::optional<std::size_t> prefill_instance;
+  if (path == PrefillPath::prefill_worker) {
+    prefill_instance = choose_prefill();
+    if (prefill_instance) {
+      prefills_[*prefill_instance].outstanding_tokens += request.prompt_tokens;
+      prefill_sent_[id] = {*prefill_instance, request.prompt_tokens};
+      s.set_prefill_instance(static_cast<std::int32_t>(*prefill_instance));
+    } else {
+      path = PrefillPath::local;  // every prefill instance is down: the rank prefills it
+    }
+  }
   RequestTiming& t = timings_.at(id);
   t.path = path;
   t.rank = d->rank;
   t.cached_tokens = d->cached_tokens;
   t.routed = rt_.now();
-  rt_.record("router", "routed",
-             {{"request", id},
-              {"path", path == PrefillPath::local ? "local" : "prefill_worker"},
-              {"rank", d->rank},
-              {"cached_tokens", d->cached_tokens}});
+  nlohmann::json routed{{"request", id},
+                        {"path", path == PrefillPath::local ? "local" : "prefill_worker"},
+                        {"rank", d->rank},
+                        {"cached_tokens", d->cached_tokens}};
+  if (prefill_instance && prefills_.size() > 1) routed["prefill_instance"] = *prefill_instance;
+  rt_.record("router", "routed", std::move(routed));
   view_.routed(d->rank, request.prompt_tokens, static_cast<std::int64_t>(request.prompt_hashes.size()));
   s.set_path(path == PrefillPath::local ? proto::PREFILL_PATH_LOCAL : proto::PREFILL_PATH_PREFILL);
   *s.mutable_spec() = to_spec(request);
@@ -338,31 +417,33 @@ void PdSystem::rank_schedule(std::int32_t rank, const proto::ScheduleOnRank& s) 
   if (!live(request.id)) return;
   if (redirect(rank, request, s.path() == proto::PREFILL_PATH_PREFILL)) return;
   if (s.path() == proto::PREFILL_PATH_PREFILL) {
-    if (prefill_down_) {
-      // Routed to the prefill worker before it was declared dead: the rank prefills it itself.
-      rt_.record("pd", "local_prefill_instead", {{"request", request.id}, {"rank", rank}, {"why", *prefill_down_}},
-                 rt::Severity::warning);
+    const auto instance = static_cast<std::size_t>(s.prefill_instance());
+    if (prefills_.at(instance).down) {
+      // Routed to a prefill instance before it was declared dead: the rank prefills it itself.
+      forget_prefill(request.id);
+      rt_.record("pd", "local_prefill_instead",
+                 {{"request", request.id}, {"rank", rank}, {"why", *prefills_[instance].down}}, rt::Severity::warning);
       const auto t = timings_.find(request.id);
       if (t != timings_.end()) {
         t->second.path = PrefillPath::local;
         t->second.reprefilled = true;
       }
-      normal_->submit(rank, std::move(request));
+      group_of(rank).submit(local_rank(rank), std::move(request));
       return;
     }
-    rank_receive(rank, std::move(request));
+    rank_receive(rank, instance, std::move(request));
     return;
   }
   if (s.fetch_from_rank() < 0) {
-    normal_->submit(rank, std::move(request));
+    group_of(rank).submit(local_rank(rank), std::move(request));
     return;
   }
   // Fetch the prefix a peer holds first (GPU peer-to-peer over NVLink, or a one-sided RDMA read of
   // the peer's Grace memory), then prefill the rest.
   const bool from_grace = s.fetch_from_grace();
   hal::RdmaOp op;
-  op.local = region_of(normal_->device_of(s.fetch_from_rank()), from_grace);
-  op.remote = region_of(normal_->device_of(rank), false);
+  op.local = region_of(device_of(s.fetch_from_rank()), from_grace);
+  op.remote = region_of(device_of(rank), false);
   op.bytes = static_cast<std::uint64_t>(s.fetch_blocks()) * static_cast<std::uint64_t>(block_tokens()) * kv_bytes_per_token_;
   op.path = from_grace ? hal::RdmaPath::scale_out : hal::RdmaPath::nvlink;
   op.name = "kv.fetch.req" + std::to_string(request.id);
@@ -370,30 +451,32 @@ void PdSystem::rank_schedule(std::int32_t rank, const proto::ScheduleOnRank& s) 
   rdma_->write(op, [this, rank, prefix_blocks, request = std::move(request)](const hal::HalError* error) mutable {
     if (!live(request.id)) return;  // cancelled while the prefix moved
     if (error == nullptr) {
-      normal_->kv(rank).import(std::span(request.prompt_hashes).first(static_cast<std::size_t>(prefix_blocks)));
+      kv(rank).import(std::span(request.prompt_hashes).first(static_cast<std::size_t>(prefix_blocks)));
     } else {
       rt_.record("pd", "prefix_fetch_failed", {{"request", request.id}, {"error", error->what()}},
                  rt::Severity::warning);  // recomputed instead
     }
     if (redirect(rank, request, false)) return;  // the rank was declared dead meanwhile
-    normal_->submit(rank, std::move(request));
+    group_of(rank).submit(local_rank(rank), std::move(request));
   });
 }
 
-void PdSystem::rank_receive(std::int32_t rank, RequestState request) {
+void PdSystem::rank_receive(std::int32_t rank, std::size_t instance, RequestState request) {
   const RequestId id = request.id;
-  if (!normal_->fits(rank, request)) {
+  if (!group_of(rank).fits(local_rank(rank), request)) {
     end_request(rank_address(rank), id,
                 "prompt and output need more KV blocks than DP rank " + std::to_string(rank) + " holds");
     return;
   }
-  const auto room = normal_->receive(rank, request);
+  const auto room = group_of(rank).receive(local_rank(rank), request);
   if (!room) {
+    forget_prefill(id);                      // the router chooses a prefill instance again
     pending_.push_back(std::move(request));  // back to the router's queue: routed again when KV frees up
     return;
   }
   Moving m;
   m.rank = rank;
+  m.prefill = instance;
   // Only the part of the prompt the decode rank does not already hold has to move.
   const std::int64_t held = room->gpu_hit_tokens + room->grace_hit_tokens;
   m.share = static_cast<double>(request.prompt_tokens - held) / static_cast<double>(request.prompt_tokens);
@@ -407,18 +490,18 @@ void PdSystem::rank_receive(std::int32_t rank, RequestState request) {
   *s.mutable_spec() = to_spec(request);
   const std::int64_t held_blocks = held / block_tokens();
   if (held_blocks == 0 || rdma_ == nullptr) {
-    control_.send(rank_address(rank), prefill_address_, std::move(msg));
+    control_.send(rank_address(rank), prefills_[instance].address, std::move(msg));
     return;
   }
   // The prefill worker attends over that prefix too: the rank writes it to the prefill worker
   // (one-sided RDMA) instead of the prefill worker recomputing it.
   hal::RdmaOp op;
-  op.local = region_of(normal_->device_of(rank), false);
-  op.remote = prefill_region();
+  op.local = region_of(device_of(rank), false);
+  op.remote = prefill_region(instance);
   op.bytes = static_cast<std::uint64_t>(held) * kv_bytes_per_token_;
   op.path = hal::RdmaPath::scale_out;
   op.name = "kv.prefix_to_prefill.req" + std::to_string(id);
-  rdma_->write(op, [this, rank, id, held_blocks, msg = std::move(msg)](const hal::HalError* error) mutable {
+  rdma_->write(op, [this, rank, id, instance, held_blocks, msg = std::move(msg)](const hal::HalError* error) mutable {
     if (!moving_.contains(id)) return;  // cancelled meanwhile
     if (error == nullptr) {
       msg.mutable_schedule()->set_cached_prefix_tokens(static_cast<std::uint32_t>(held_blocks * block_tokens()));
@@ -426,29 +509,30 @@ void PdSystem::rank_receive(std::int32_t rank, RequestState request) {
       rt_.record("pd", "prefix_to_prefill_failed", {{"request", id}, {"error", error->what()}},
                  rt::Severity::warning);  // the prefill worker recomputes it
     }
-    control_.send(rank_address(rank), prefill_address_, std::move(msg));
+    control_.send(rank_address(rank), prefills_[instance].address, std::move(msg));
   });
 }
 
 void PdSystem::rank_cancel(std::int32_t rank, const proto::Cancel& c) {
   const RequestId id = c.request_id();
-  normal_->cancel(rank, id);  // wherever it is on the rank: queued, prefilling, receiving, decoding
-  if (moving_.contains(id)) {
+  group_of(rank).cancel(local_rank(rank), id);  // wherever it is on the rank: queued, prefilling, receiving, decoding
+  const auto moving = moving_.find(id);
+  if (moving != moving_.end()) {
     proto::ControlMessage m;
     *m.mutable_cancel() = c;
-    control_.send(rank_address(rank), prefill_address_, std::move(m));
+    control_.send(rank_address(rank), prefills_[moving->second.prefill].address, std::move(m));
   }
   end_request(rank_address(rank), id, c.reason());
 }
 
 void PdSystem::rank_transfer_done(std::int32_t rank, const proto::KvTransferDone& d) {
   const RequestId id = d.request_id();
-  const RequestState* r = normal_->scheduler(rank).find(id);
+  const RequestState* r = scheduler(rank).find(id);
   if (r == nullptr || r->phase != RequestState::Phase::receiving) return;  // cancelled meanwhile
   const auto t = timings_.find(id);
   if (d.ok()) {
     if (t != timings_.end()) t->second.kv_arrived = rt_.now();
-    normal_->received(rank, id);
+    group_of(rank).received(local_rank(rank), id);
     return;
   }
   // Failed on both paths: the request goes on, prefilled on its DP rank.
@@ -456,13 +540,13 @@ void PdSystem::rank_transfer_done(std::int32_t rank, const proto::KvTransferDone
 }
 
 void PdSystem::reprefill(std::int32_t rank, RequestId id, std::string_view cause, const std::string& error) {
-  const RequestState* r = normal_->scheduler(rank).find(id);
+  const RequestState* r = scheduler(rank).find(id);
   if (r == nullptr || r->phase != RequestState::Phase::receiving) return;  // cancelled meanwhile
   rt_.record("pd", cause, {{"request", id}, {"rank", rank}, {"error", error}, {"next", "reprefill"}},
              rt::Severity::warning);
   const auto t = timings_.find(id);
   if (t != timings_.end()) t->second.reprefilled = true;
-  normal_->receive_failed(rank, id);
+  group_of(rank).receive_failed(local_rank(rank), id);
 }
 
 void PdSystem::on_normal_tokens(std::int32_t rank, const StepOutcome& o) {
@@ -483,8 +567,8 @@ void PdSystem::on_normal_tokens(std::int32_t rank, const StepOutcome& o) {
 
 void PdSystem::publish_loads() {
   bool changed = false;
-  for (std::int32_t r = 0; r < normal_->ranks(); ++r) {
-    proto::LoadReport report = to_report(r, normal_->load(r), rt_.now());
+  for (std::int32_t r = 0; r < ranks(); ++r) {
+    proto::LoadReport report = to_report(r, group_of(r).load(local_rank(r)), rt_.now());
     std::optional<proto::LoadReport>& last = last_reported_[static_cast<std::size_t>(r)];
     if (last && same_load(*last, report)) continue;
     changed = true;
@@ -506,12 +590,13 @@ void PdSystem::arm_load_reports() {
 
 // ---- prefill worker -------------------------------------------------------------------------------
 
-void PdSystem::prefill_schedule(const proto::ScheduleOnRank& s) {
+void PdSystem::prefill_schedule(std::size_t instance, const proto::ScheduleOnRank& s) {
   RequestState request = from_spec(s.spec());
   if (!moving_.contains(request.id)) return;  // cancelled on the way
   const std::int64_t held_blocks = s.cached_prefix_tokens() / block_tokens();
-  if (held_blocks > 0) prefill_->kv().import(std::span(request.prompt_hashes).first(static_cast<std::size_t>(held_blocks)));
-  prefill_->submit(std::move(request));
+  PrefillWorker& worker = prefill(instance);
+  if (held_blocks > 0) worker.kv().import(std::span(request.prompt_hashes).first(static_cast<std::size_t>(held_blocks)));
+  worker.submit(std::move(request));
 }
 
 void PdSystem::on_kv_ready(RequestId id, std::int64_t layers_done, std::int64_t total, std::uint64_t bytes_so_far) {
@@ -531,8 +616,9 @@ void PdSystem::on_kv_ready(RequestId id, std::int64_t layers_done, std::int64_t 
   }
   ++m.pushes;
   const std::int32_t rank = m.rank;
-  transfer_->push(id, normal_->device_of(rank), bytes,
-                  [this, id, rank, first_layer, layers_done, bytes](const hal::HalError* error, std::int64_t retries) {
+  const std::size_t instance = m.prefill;
+  prefills_[instance].transfer->push(id, device_of(rank), bytes,
+                  [this, id, rank, instance, first_layer, layers_done, bytes](const hal::HalError* error, std::int64_t retries) {
                     const auto mit = moving_.find(id);
                     if (mit == moving_.end()) return;
                     --mit->second.pushes;
@@ -548,7 +634,7 @@ void PdSystem::on_kv_ready(RequestId id, std::int64_t layers_done, std::int64_t 
                       r.set_first_layer(static_cast<std::uint32_t>(first_layer));
                       r.set_last_layer(static_cast<std::uint32_t>(layers_done - 1));
                       r.set_bytes(bytes);
-                      control_.send(prefill_address_, rank_address(rank), std::move(msg));
+                      control_.send(prefills_[instance].address, rank_address(rank), std::move(msg));
                     }
                     maybe_received(id);
                   });
@@ -559,7 +645,7 @@ void PdSystem::maybe_received(RequestId id) {
   if (it == moving_.end() || !it->second.all_layers || it->second.pushes > 0) return;
   const Moving m = it->second;
   moving_.erase(it);
-  prefill_->release_kv(id);  // every push has landed (or failed): the prefill worker's blocks are free
+  prefill(m.prefill).release_kv(id);  // every push has landed (or failed): the prefill worker's blocks are free
   proto::ControlMessage msg;
   proto::KvTransferDone& d = *msg.mutable_transfer_done();
   d.set_request_id(id);
@@ -567,8 +653,26 @@ void PdSystem::maybe_received(RequestId id) {
   d.set_ok(m.error.empty());
   d.set_error(m.error);
   d.set_transport(cfg_.transfer.path == hal::RdmaPath::nvlink ? proto::KV_TRANSPORT_NVLINK : proto::KV_TRANSPORT_RDMA);
-  control_.send(prefill_address_, rank_address(m.rank), std::move(msg));
+  control_.send(prefills_[m.prefill].address, rank_address(m.rank), std::move(msg));
 }
+
+std::optional<std::size_t> PdSystem::choose_prefill() const {
+  std::optional<std::size_t> best;
+  for (std::size_t i = 0; i < prefills_.size(); ++i) {
+    if (prefills_[i].down) continue;
+    if (!best || prefills_[i].outstanding_tokens < prefills_[*best].outstanding_tokens) best = i;
+  }
+  return best;
+}
+
+void PdSystem::forget_prefill(RequestId id) {
+  const auto sent = prefill_sent_.find(id);
+  if (sent == prefill_sent_.end()) return;
+  prefills_[sent->second.first].outstanding_tokens -= sent->second.second;
+  prefill_sent_.erase(sent);
+}
+
+bool PdSystem::any_prefill_up() const { return router_.prefill_worker_up() && choose_prefill().has_value(); }
 
 // ---- frontend -------------------------------------------------------------------------------------
 
@@ -597,7 +701,7 @@ bool PdSystem::cancel(RequestId id) {
 }
 
 void PdSystem::check_health(std::int32_t rank, HealthDone done) {
-  if (rank < 0 || rank >= normal_->ranks()) throw std::out_of_range("health check of unknown rank " + std::to_string(rank));
+  if (rank < 0 || rank >= ranks()) throw std::out_of_range("health check of unknown rank " + std::to_string(rank));
   auto& waiting = health_waiting_[rank];
   waiting.push_back(std::move(done));
   if (waiting.size() > 1) return;  // one check in flight answers every caller
@@ -634,11 +738,14 @@ void PdSystem::end_request(hal::Address from, RequestId id, const std::string& w
 void PdSystem::abandon(RequestId id, const std::string& why) {
   const auto it = timings_.find(id);
   if (it == timings_.end()) return;
-  if (it->second.rank >= 0) normal_->cancel(it->second.rank, id);
-  if (moving_.erase(id) > 0) {
-    prefill_->release_kv(id);
-    prefill_->cancel(id);
+  if (it->second.rank >= 0) group_of(it->second.rank).cancel(local_rank(it->second.rank), id);
+  const auto moving = moving_.find(id);
+  if (moving != moving_.end()) {
+    prefill(moving->second.prefill).release_kv(id);
+    prefill(moving->second.prefill).cancel(id);
+    moving_.erase(moving);
   }
+  forget_prefill(id);
   std::erase_if(pending_, [id](const RequestState& r) { return r.id == id; });
   rt_.record("control", "request_abandoned", {{"request", id}, {"reason", why}}, rt::Severity::warning);
   finish(id, why);
@@ -675,20 +782,17 @@ void PdSystem::retry_pending() {
   retrying_ = false;
 }
 
-hal::MemoryRegion PdSystem::prefill_region() {
-  if (prefill_region_.id == 0) {
-    prefill_region_ = rdma_->register_device_memory(prefill_gpu_, cfg_.transfer.region_bytes);
-  }
-  return prefill_region_;
+hal::MemoryRegion PdSystem::prefill_region(std::size_t instance) {
+  PrefillSlot& p = prefills_.at(instance);
+  if (p.region.id == 0) p.region = rdma_->register_device_memory(p.gpus.front()->id(), cfg_.transfer.region_bytes);
+  return p.region;
 }
 
 hal::MemoryRegion PdSystem::region_of(hal::DeviceId device, bool grace) {
   const auto key = std::pair(device, grace);
   const auto it = regions_.find(key);
   if (it != regions_.end()) return it->second;
-  const auto gpu = std::find_if(normal_gpus_.begin(), normal_gpus_.end(),
-                                [device](const hal::Device* g) { return g->id() == device; });
-  const hal::MemoryRegion r = grace ? rdma_->register_host_memory((*gpu)->info().host, cfg_.transfer.region_bytes)
+  const hal::MemoryRegion r = grace ? rdma_->register_host_memory(devices_.at(device)->info().host, cfg_.transfer.region_bytes)
                                     : rdma_->register_device_memory(device, cfg_.transfer.region_bytes);
   return regions_.emplace(key, r).first->second;
 }

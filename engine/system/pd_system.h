@@ -1,7 +1,10 @@
 #pragma once
-// The serving system of one deployment: the router, the normal worker group (DP attention + EP, short
-// prefills and every decode) and, when there is one, the prefill worker whose KV moves to the chosen
-// DP rank layer group by layer group while the prefill continues. Every message between the frontend,
+// The serving system of one deployment: the router, the decoding instances (each a lockstep group of
+// DP ranks with EP: decode-only, mixed with short prefills, or aggregated) and the prefill instances
+// (each a TP/EP/PP prefill worker) whose KV moves to the chosen DP rank of any decoding instance layer
+// group by layer group while the prefill continues. The router numbers the DP ranks of every decoding
+// instance in one list, instance after instance, and picks the rank (so the instance) and the prefill
+// instance of each request. Every message between the frontend,
 // the router, the ranks and the prefill worker is a control-plane protobuf (ControlPlane): over the
 // host network when there is one, directly otherwise. A request never disappears: when its KV cannot
 // be moved (on either path) it is prefilled on its DP rank instead; when a control message is lost it
@@ -59,11 +62,31 @@ using RequestDone = std::function<void(const RequestTiming& timing)>;
 // The answer to a health check: whether the rank says it is healthy, and what it or the network said.
 using HealthDone = std::function<void(bool healthy, const std::string& detail)>;
 
+// Where a decoding instance's prompts are prefilled.
+enum class LocalPrefill : std::uint8_t {
+  below_threshold,  // mixed: prompts whose uncached part is under the router's threshold, here
+  never,            // decode: every prompt on a prefill instance (here only when none is up)
+  always,           // aggregated: every prompt here (no P/D)
+};
+
+// One instance of a pool that decodes: its GPUs (DP rank r on gpus [r*tp, (r+1)*tp)) and its group.
+struct DecodeInstance {
+  std::string name;  // "<pool>/<index>", in logs
+  std::vector<hal::Device*> gpus;
+  NormalGroupConfig group;
+  LocalPrefill local_prefill = LocalPrefill::below_threshold;
+};
+
+// One instance of a prefill pool.
+struct PrefillInstance {
+  std::string name;
+  std::vector<hal::Device*> gpus;
+  PrefillWorkerConfig worker;
+};
+
 struct PdDeployment {
-  std::vector<hal::Device*> normal_gpus;
-  NormalGroupConfig normal;
-  std::vector<hal::Device*> prefill_gpus;  // empty: no prefill worker, every prompt prefilled on its DP rank
-  PrefillWorkerConfig prefill;
+  std::vector<DecodeInstance> decode;    // at least one; their DP ranks are the router's ranks, in order
+  std::vector<PrefillInstance> prefill;  // none: every prompt prefilled on its DP rank
   PdSystemConfig system;
 };
 
@@ -85,9 +108,23 @@ class PdSystem {
   const Router& router() const { return router_; }
   const LoadView& load_view() const { return view_; }
   const ControlPlane& control() const { return control_; }
-  NormalWorkerGroup& normal() { return *normal_; }
-  PrefillWorker* prefill() { return prefill_.get(); }
-  std::uint64_t transfer_bytes() const { return transfer_ ? transfer_->bytes_moved() : 0; }
+  // The DP ranks over every decoding instance (the router's ranks), and each one's instance.
+  std::int32_t ranks() const { return static_cast<std::int32_t>(slots_.size()); }
+  NormalWorkerGroup& group_of(std::int32_t rank) { return *groups_.at(slot(rank).group); }
+  const NormalWorkerGroup& group_of(std::int32_t rank) const { return *groups_.at(slot(rank).group); }
+  std::int32_t local_rank(std::int32_t rank) const { return slot(rank).local; }
+  KvCacheManager& kv(std::int32_t rank) { return group_of(rank).kv(local_rank(rank)); }
+  const RankScheduler& scheduler(std::int32_t rank) const { return group_of(rank).scheduler(local_rank(rank)); }
+  bool rank_live(std::int32_t rank) const { return group_of(rank).live(local_rank(rank)); }
+  // The DP rank whose GPUs hold `gpu` (nullopt: not a decoding GPU).
+  std::optional<std::int32_t> rank_of_gpu(hal::DeviceId gpu) const;
+  std::size_t decode_instances() const { return groups_.size(); }
+  NormalWorkerGroup& decode_instance(std::size_t i) { return *groups_.at(i); }
+  std::size_t prefill_instances() const { return prefills_.size(); }
+  PrefillWorker& prefill(std::size_t instance) { return *prefills_.at(instance).worker; }
+  // The prefill instance whose GPUs hold `gpu` (nullopt: not a prefill GPU).
+  std::optional<std::size_t> prefill_of_gpu(hal::DeviceId gpu) const;
+  std::uint64_t transfer_bytes() const;
   std::size_t in_flight() const { return timings_.size(); }
   std::size_t pending() const { return pending_.size(); }
 
@@ -97,13 +134,15 @@ class PdSystem {
   // Xid 48 and crashed workers come back after the reset / restart time.
   // The worker process of a DP rank dies: its state is gone, its requests re-run elsewhere.
   void crash_worker(std::int32_t rank);
-  // The prefill worker is declared dead the same way (its step fails, or a health check finds one of
-  // its GPUs unhealthy or its process gone). While it is out the router sends every prompt to local
-  // prefill, and the requests it held (queued, running, their KV not all moved) are prefilled on their
-  // DP rank instead. Back after the GPU reset (Xid 48) or the restart; a lost GPU (Xid 79) keeps it out.
-  void crash_prefill_worker();
-  bool prefill_worker_down() const { return prefill_down_.has_value(); }
-  const std::vector<hal::Device*>& prefill_gpus() const { return prefill_gpus_; }
+  // A prefill instance is declared dead the same way (its step fails, or a health check finds one of
+  // its GPUs unhealthy or its process gone). While it is out the router sends long prompts to the other
+  // prefill instances (to local prefill when none is up), and the requests it held (queued, running,
+  // their KV not all moved) are prefilled on their DP rank instead. Back after the GPU reset (Xid 48) or
+  // the restart; a lost GPU (Xid 79) keeps it out.
+  void crash_prefill_worker(std::size_t instance = 0);
+  bool prefill_worker_down(std::size_t instance = 0) const { return prefills_.at(instance).down.has_value(); }
+  // Every prefill instance's GPUs, instance after instance.
+  std::vector<hal::Device*> prefill_gpus() const;
   // The router restarts: its prefix index is gone and is rebuilt from the ranks' republished KV events.
   void restart_router();
   // The rank's Grace memory lost its KV blocks: they leave the index; later hits are recomputed.
@@ -113,6 +152,7 @@ class PdSystem {
  private:
   struct Moving {
     std::int32_t rank = 0;
+    std::size_t prefill = 0;     // the prefill instance computing it
     double share = 1.0;          // of the prompt's KV that the decode rank does not already hold
     std::uint64_t sent = 0;      // bytes of the prompt's KV reported ready so far (one copy, all layers done)
     std::int64_t layers_sent = 0;
@@ -123,7 +163,7 @@ class PdSystem {
   // Endpoints.
   void on_router(const proto::ControlMessage& m);
   void on_rank(std::int32_t rank, const proto::ControlMessage& m);
-  void on_prefill(const proto::ControlMessage& m);
+  void on_prefill(std::size_t instance, const proto::ControlMessage& m);
   void on_frontend(const proto::ControlMessage& m);
   void on_lost(const proto::ControlMessage& m, const std::string& why);
 
@@ -132,9 +172,14 @@ class PdSystem {
   void router_cancel(const proto::Cancel& c);
   // Ranks.
   void rank_schedule(std::int32_t rank, const proto::ScheduleOnRank& s);
-  void rank_receive(std::int32_t rank, RequestState request);
+  void rank_receive(std::int32_t rank, std::size_t prefill_instance, RequestState request);
   void rank_cancel(std::int32_t rank, const proto::Cancel& c);
   void rank_transfer_done(std::int32_t rank, const proto::KvTransferDone& d);
+  // The prefill instance for a long prompt: the live one with the fewest prompt tokens sent to it and
+  // not yet prefilled (nullopt: none is up).
+  std::optional<std::size_t> choose_prefill() const;
+  // The request no longer counts against the prefill instance the router sent it to.
+  void forget_prefill(RequestId id);
   // The prompt's KV will not come from the prefill worker (`cause`, logged with `error`): the rank
   // prefills it itself, in the KV room it took for the transfer.
   void reprefill(std::int32_t rank, RequestId id, std::string_view cause, const std::string& error);
@@ -144,7 +189,7 @@ class PdSystem {
   // that an idle or stuck system does not tick forever).
   void arm_load_reports();
   // Prefill worker.
-  void prefill_schedule(const proto::ScheduleOnRank& s);
+  void prefill_schedule(std::size_t instance, const proto::ScheduleOnRank& s);
   void on_kv_ready(RequestId id, std::int64_t layers_done, std::int64_t total, std::uint64_t bytes_so_far);
   void maybe_received(RequestId id);
   // Frontend.
@@ -160,8 +205,20 @@ class PdSystem {
   bool live(RequestId id) const { return timings_.contains(id) && !cancelled_.contains(id); }
   void retry_pending();
   hal::MemoryRegion region_of(hal::DeviceId device, bool grace);
-  hal::MemoryRegion prefill_region();
+  hal::MemoryRegion prefill_region(std::size_t instance);
   hal::Address rank_address(std::int32_t rank) const { return rank_addresses_.at(static_cast<std::size_t>(rank)); }
+  // A global DP rank's instance and its rank inside it.
+  struct RankSlot {
+    std::size_t group = 0;
+    std::int32_t local = 0;
+    LocalPrefill local_prefill = LocalPrefill::below_threshold;
+  };
+  const RankSlot& slot(std::int32_t rank) const { return slots_.at(static_cast<std::size_t>(rank)); }
+  hal::DeviceId device_of(std::int32_t rank) const { return group_of(rank).device_of(local_rank(rank)); }
+  // Every DP rank's requests, tokens and failures reach the system under its global rank.
+  void add_decode_instance(rt::Runtime& rt, const ModelProfile& model, hal::Collectives& collectives, DecodeInstance d);
+  void add_prefill_instance(rt::Runtime& rt, const ModelProfile& model, hal::Collectives& collectives,
+                            PrefillInstance p);
   std::int64_t block_tokens() const { return router_.config().block_tokens; }
 
   rt::Runtime& rt_;
@@ -171,15 +228,25 @@ class PdSystem {
   Router router_;
   LoadView view_;
   ControlPlane control_;
-  std::unique_ptr<NormalWorkerGroup> normal_;
-  std::unique_ptr<PrefillWorker> prefill_;
-  std::optional<KvTransfer> transfer_;
+  std::vector<std::unique_ptr<NormalWorkerGroup>> groups_;
+  std::vector<RankSlot> slots_;
+  std::vector<std::int32_t> first_rank_;  // per decoding instance: its first global rank
+  // A prefill instance as the system sees it: its worker, address, KV transfer and state.
+  struct PrefillSlot {
+    std::unique_ptr<PrefillWorker> worker;
+    std::vector<hal::Device*> gpus;
+    hal::Address address;
+    std::optional<KvTransfer> transfer;
+    hal::MemoryRegion region;            // on its first GPU: where a cached prefix is sent
+    std::optional<std::string> down;     // declared dead: the fault
+    std::int64_t outstanding_tokens = 0;  // prompt tokens the router sent it, not yet prefilled
+  };
+  std::vector<PrefillSlot> prefills_;
+  std::map<RequestId, std::pair<std::size_t, std::int64_t>> prefill_sent_;  // request -> (instance, tokens)
   hal::Rdma* rdma_ = nullptr;
-  std::vector<hal::Device*> normal_gpus_;
+  std::map<hal::DeviceId, hal::Device*> devices_;  // every GPU of the deployment
   std::uint64_t kv_bytes_per_token_ = 0;  // one copy, all layers, at the normal group's KV dtype
   std::map<std::pair<hal::DeviceId, bool>, hal::MemoryRegion> regions_;  // (GPU, its Grace?) -> region
-  hal::DeviceId prefill_gpu_ = -1;       // the prefill worker's first GPU: where a cached prefix is sent
-  hal::MemoryRegion prefill_region_;
   std::map<RequestId, RequestTiming> timings_;  // the frontend's record of each request in flight
   std::set<RequestId> cancelled_;               // cancelled, its end not yet at the frontend
   std::map<RequestId, Moving> moving_;
@@ -188,7 +255,6 @@ class PdSystem {
   bool retrying_ = false;
   hal::Address frontend_address_;
   hal::Address router_address_;
-  hal::Address prefill_address_;
   std::vector<hal::Address> rank_addresses_;
   std::vector<std::optional<proto::LoadReport>> last_reported_;  // per rank: the last load it published
   bool reporting_ = false;                        // the load report timer is armed
@@ -196,9 +262,11 @@ class PdSystem {
   // Faults.
   void start_recovery();
   void declare_dead(std::int32_t rank, const std::string& why);
-  void declare_prefill_dead(const std::string& why);
-  // What is wrong with the prefill worker now (nullopt: healthy, or out already).
-  std::optional<std::string> prefill_probe() const;
+  void declare_prefill_dead(std::size_t instance, const std::string& why);
+  // What is wrong with a prefill instance now (nullopt: healthy, or out already).
+  std::optional<std::string> prefill_probe(std::size_t instance) const;
+  bool any_prefill_up() const;
+  std::int32_t live_ranks() const;  // over every decoding instance
   void migrate(std::int32_t rank, std::vector<RequestState> requests, const std::string& why);
   // A request that reached a rank declared dead goes back to the router (true). One moved off a dead
   // rank resumes here from its delivered tokens: on the local path (its prefix fetched first where the
@@ -208,8 +276,6 @@ class PdSystem {
   std::optional<HealthMonitor> health_;
   std::map<RequestId, std::int64_t> resume_from_;  // moved off a dead rank: output tokens delivered
   std::map<std::int32_t, std::string> dead_why_;    // declared ranks not back yet: the fault
-  std::vector<hal::Device*> prefill_gpus_;
-  std::optional<std::string> prefill_down_;         // the prefill worker is declared dead: the fault
 };
 
 }  // namespace nvl::engine

@@ -29,6 +29,8 @@
 namespace nvl::engine {
 
 struct NormalGroupConfig {
+  // GPUs per DP rank (attention tensor parallel inside the rank).
+  std::int64_t attention_tp = 1;
   WeightDtypes weights;
   hal::DType kv_dtype = hal::DType::fp8;
   std::int64_t block_tokens = 64;
@@ -91,6 +93,8 @@ class NormalWorkerGroup {
   // What the router sees of a rank.
   RankLoad load(std::int32_t rank) const;
   hal::DeviceId device_of(std::int32_t rank) const { return ranks_.at(static_cast<std::size_t>(rank)).device->id(); }
+  // Every GPU of the rank (one without attention TP).
+  std::vector<hal::Device*> devices_of(std::int32_t rank) const { return {ranks_.at(static_cast<std::size_t>(rank)).device}; }
 
   std::int32_t ranks() const { return static_cast<std::int32_t>(ranks_.size()); }
   const RankScheduler& scheduler(std::int32_t rank) const { return *ranks_.at(static_cast<std::size_t>(rank)).sched; }

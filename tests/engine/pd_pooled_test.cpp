@@ -38,7 +38,7 @@ Outcome repeat_while_busy(const std::string& policy, bool pool, double prefill_e
   EXPECT_TRUE(rig.done[2].failure.empty()) << rig.done[2].failure;
   Outcome o;
   o.repeat = rig.done[2];
-  o.imported_tokens = rig.system->normal().kv(o.repeat.rank).hit_counts().imported_tokens;
+  o.imported_tokens = rig.system->kv(o.repeat.rank).hit_counts().imported_tokens;
   o.fetch_decisions = rig.log_lines_with({"prefix_fetch_decision", "\"fetch\":true"});
   return o;
 }

@@ -51,8 +51,8 @@ struct Rig {
         model(load_model_profile(model_profile_path("deepseek-v3"))) {
     rt.log().keep_records(true);
     PdDeployment d;
-    d.normal_gpus = cluster.devices(0, 8);
-    d.prefill_gpus = cluster.devices(o.racks > 1 ? 72 : 64, 8);
+    d.decode.push_back(DecodeInstance{.name = "dep/0", .gpus = cluster.devices(0, 8), .group = {}});
+    d.prefill.push_back(PrefillInstance{.name = "prefill/0", .gpus = cluster.devices(o.racks > 1 ? 72 : 64, 8), .worker = {}});
     d.system.router.policy = o.policy;
     d.system.fetch_remote_prefix = o.fetch;
     if (o.tweak) o.tweak(d);
@@ -92,12 +92,12 @@ struct Rig {
 // Every KV block any GPU of the deployment holds for a request, and every request, is gone (none once all
 // are over).
 inline void expect_kv_returned(Rig& rig) {
-  for (std::int32_t r = 0; r < rig.system->normal().ranks(); ++r) {
-    EXPECT_EQ(rig.system->normal().kv(r).gpu().used_blocks(), 0) << "rank " << r;
-    EXPECT_EQ(rig.system->normal().scheduler(r).receiving(), 0u) << "rank " << r;
+  for (std::int32_t r = 0; r < rig.system->ranks(); ++r) {
+    EXPECT_EQ(rig.system->kv(r).gpu().used_blocks(), 0) << "rank " << r;
+    EXPECT_EQ(rig.system->scheduler(r).receiving(), 0u) << "rank " << r;
   }
-  EXPECT_EQ(rig.system->prefill()->scheduler().held(), 0u);
-  EXPECT_EQ(rig.system->prefill()->kv().gpu().used_blocks(), 0);
+  EXPECT_EQ(rig.system->prefill(0).scheduler().held(), 0u);
+  EXPECT_EQ(rig.system->prefill(0).kv().gpu().used_blocks(), 0);
   EXPECT_EQ(rig.system->in_flight(), 0u);
 }
 

@@ -35,8 +35,8 @@ TEST(PdSystem, ShortPromptsStayLocalLongOnesMoveTheirKvLayerByLayer) {
   EXPECT_LT((*t.kv_arrived - *t.prefill_done).seconds(), 0.5 * whole_transfer_s);
   EXPECT_LT((*t.first_token - t.arrival).seconds(), (*t.prefill_done - t.arrival).seconds() + whole_transfer_s);
   // The prefill worker held the prompt's KV until the last push landed, then let it go.
-  EXPECT_EQ(rig.system->prefill()->scheduler().held(), 0u);
-  EXPECT_EQ(rig.system->prefill()->kv().gpu().used_blocks(), 0);
+  EXPECT_EQ(rig.system->prefill(0).scheduler().held(), 0u);
+  EXPECT_EQ(rig.system->prefill(0).kv().gpu().used_blocks(), 0);
 }
 
 TEST(PdSystem, ARepeatedLongPromptIsServedFromTheDecodeRanksCache) {
@@ -66,7 +66,7 @@ TEST(PdSystem, APrefixOnAnotherRanksGpuIsFetchedOverNvlinkRatherThanRecomputed) 
   EXPECT_EQ(rig.tokens[2], 2);
   // Rank 0 published all 25 full blocks of the prompt: 1,600 tokens x 35,136 B over NVLink take ~0.1 ms;
   // recomputing them on a GB300 at 60% of 5 PFLOPS FP8, 2 x 37B FLOPs a token, ~40 ms: fetched.
-  EXPECT_EQ(rig.system->normal().kv(1).gpu().match_length(first.prompt_hashes), 25);
+  EXPECT_EQ(rig.system->kv(1).gpu().match_length(first.prompt_hashes), 25);
   bool fetched = false;
   for (const auto& line : rig.rt.log().lines()) {
     if (line.find("prefix_fetch_decision") != std::string::npos && line.find("\"fetch\":true") != std::string::npos) {

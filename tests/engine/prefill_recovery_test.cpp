@@ -59,8 +59,8 @@ struct Watch {
   // (never, if every request is over first: the tests then fail on what the fault should have done).
   void when_mid_prefill(std::function<void()> fn) {
     rig.rt.call_after(rt::ms(1), [this, fn = std::move(fn)]() mutable {
-      const RankScheduler& s = rig.system->prefill()->scheduler();
-      if (rig.system->prefill()->steps() >= 1 && s.running() + s.waiting() > 0) {
+      const RankScheduler& s = rig.system->prefill(0).scheduler();
+      if (rig.system->prefill(0).steps() >= 1 && s.running() + s.waiting() > 0) {
         fn();
       } else if (rig.system->in_flight() > 0) {
         when_mid_prefill(std::move(fn));
@@ -117,7 +117,7 @@ TEST(PrefillRecovery, AGpuLostMidPrefillKeepsTheWorkerOutAndEveryRequestComplete
   std::size_t held_at_fault = 0;
   w.when_mid_prefill([&] {
     fault_at = w.rig.rt.now();
-    const RankScheduler& s = w.rig.system->prefill()->scheduler();
+    const RankScheduler& s = w.rig.system->prefill(0).scheduler();
     held_at_fault = s.running() + s.waiting();
     w.rig.cluster.fleet().device(kFirstPrefillGpu + 2).inject_gpu_lost();
     // Long prompts that arrive after the declaration are prefilled on the DP ranks.
@@ -135,7 +135,7 @@ TEST(PrefillRecovery, AGpuLostMidPrefillKeepsTheWorkerOutAndEveryRequestComplete
   EXPECT_TRUE(w.of("health/prefill_worker_back").empty());
   EXPECT_EQ(w.of("router/prefill_path_off").size(), 1u);
   EXPECT_TRUE(w.rig.system->prefill_worker_down());
-  EXPECT_FALSE(w.rig.system->prefill()->live());
+  EXPECT_FALSE(w.rig.system->prefill(0).live());
   EXPECT_FALSE(w.rig.system->router().prefill_worker_up());
 
   // What the worker held went to local prefill, each request once; so did the later prompts.
@@ -171,7 +171,7 @@ TEST(PrefillRecovery, AnEccErrorDrainsAndResetsTheWorkerAndTheRouterSendsToItAga
   EXPECT_EQ(back[0].fields["how"], "reset");
   EXPECT_TRUE(w.of("health/prefill_worker_out").empty());
   EXPECT_EQ(w.rig.cluster.fleet().device(kFirstPrefillGpu + 5).health(), hal::DeviceHealth::healthy);
-  EXPECT_TRUE(w.rig.system->prefill()->live());
+  EXPECT_TRUE(w.rig.system->prefill(0).live());
   EXPECT_FALSE(w.rig.system->prefill_worker_down());
   EXPECT_TRUE(w.rig.system->router().prefill_worker_up());
   for (RequestId id = 11; id <= 13; ++id) {
@@ -191,7 +191,7 @@ TEST(PrefillRecovery, ACrashLosesTheQueueAndTheKvButNoRequestAndTheWorkerRestart
   std::size_t queued = 0;
   w.when_mid_prefill([&] {
     crash_at = w.rig.rt.now();
-    queued = w.rig.system->prefill()->scheduler().waiting();
+    queued = w.rig.system->prefill(0).scheduler().waiting();
     w.rig.system->crash_prefill_worker();
     w.rig.rt.call_after(kDetection + kRestart + rt::ms(200), [&] { w.submit(21, 21); });
   });
@@ -212,7 +212,7 @@ TEST(PrefillRecovery, ACrashLosesTheQueueAndTheKvButNoRequestAndTheWorkerRestart
   ASSERT_EQ(back.size(), 1u);
   EXPECT_GE(back[0].at - crash_at, kRestart);
   EXPECT_EQ(back[0].fields["how"], "restarted");
-  EXPECT_FALSE(w.rig.system->prefill()->crashed());
+  EXPECT_FALSE(w.rig.system->prefill(0).crashed());
   EXPECT_EQ(w.rig.done[21].path, PrefillPath::prefill_worker);
   EXPECT_FALSE(w.rig.done[21].reprefilled);
   w.expect_no_prefill_route_while_down();

@@ -43,8 +43,8 @@ struct Rig {
       }
     });
     PdDeployment d;
-    d.normal_gpus = cluster.devices(0, 8);
-    d.normal.redundant_experts = 8;
+    d.decode.push_back(DecodeInstance{.name = "dep/0", .gpus = cluster.devices(0, 8), .group = {}});
+    d.decode.back().group.redundant_experts = 8;
     d.system.router.policy = "least_load";
     d.system.health.check_interval = rt::ms(100);
     d.system.health.detection_delay = rt::ms(50);
@@ -120,11 +120,11 @@ TEST(RankRecovery, RequestsOnALostGpuFinishElsewhereWithEveryTokenOnce) {
   ASSERT_EQ(declared.size(), 1u);
   EXPECT_GE(declared[0].at - fault_at, rt::ms(50)) << "declared after the detection delay";
   EXPECT_NE(declared[0].fields["why"].get<std::string>().find("Xid 79"), std::string::npos);
-  EXPECT_FALSE(rig.system->normal().live(3));
-  EXPECT_EQ(rig.system->normal().live_ranks(), 7);
+  EXPECT_FALSE(rig.system->rank_live(3));
+  EXPECT_EQ(rig.system->decode_instance(0).live_ranks(), 7);
   rig.expect_not_routed_while_dead(3);
   // The survivors' KV returns to empty.
-  for (std::int32_t r = 0; r < 8; ++r) EXPECT_EQ(rig.system->normal().kv(r).gpu().used_blocks(), 0) << r;
+  for (std::int32_t r = 0; r < 8; ++r) EXPECT_EQ(rig.system->kv(r).gpu().used_blocks(), 0) << r;
 }
 
 TEST(RankRecovery, AnEccErrorDrainsAndResetsTheRankWhichThenServesAgain) {
@@ -143,7 +143,7 @@ TEST(RankRecovery, AnEccErrorDrainsAndResetsTheRankWhichThenServesAgain) {
   const auto back = rig.of("health/rank_back");
   ASSERT_EQ(back.size(), 1u);
   EXPECT_GE(back[0].at - fault_at, rt::ms(50 + 300)) << "detection delay, then the reset time";
-  EXPECT_TRUE(rig.system->normal().live(2));
+  EXPECT_TRUE(rig.system->rank_live(2));
   EXPECT_EQ(rig.cluster.fleet().device(2).health(), hal::DeviceHealth::healthy);
   rig.expect_not_routed_while_dead(2);
   bool routed_after_back = false;
@@ -162,7 +162,7 @@ TEST(RankRecovery, ACrashedWorkersRequestsReRunAndTheWorkerRestarts) {
   EXPECT_NE(declared[0].fields["why"].get<std::string>().find("worker process"), std::string::npos);
   EXPECT_FALSE(rig.of("pd/request_migrated").empty());
   EXPECT_EQ(rig.of("health/rank_back").size(), 1u);
-  EXPECT_TRUE(rig.system->normal().live(5));
+  EXPECT_TRUE(rig.system->rank_live(5));
 }
 
 TEST(RankRecovery, WithEveryRankLostRequestsFailNamingTheFault) {

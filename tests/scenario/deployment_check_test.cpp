@@ -1,7 +1,7 @@
-// Impossible deployments are InputErrors that name the key to change and say why, never a crash: experts
-// that do not divide the EP group, a prefill TP degree that does not divide the heads, EP-only features on
-// one GPU, a token budget below one decode step, and a model that does not fit in HBM (which GPU, bytes
-// needed vs free).
+// Impossible deployments are InputErrors that name the pool's key to change and say why, never a crash:
+// experts that do not divide the EP group, a TP degree that does not divide the heads, EP-only features
+// on one GPU, a token budget below one decode step, layouts with nowhere to prefill, formats the device
+// cannot run, and a model that does not fit in HBM (which GPU, bytes needed vs free).
 #include <filesystem>
 #include <string>
 
@@ -16,6 +16,9 @@ namespace nvl::emu {
 namespace {
 
 const std::filesystem::path kSmallPd = std::filesystem::path(NVL_SCENARIO_DIR) / "ci" / "small-pd.json";
+// small-pd.json's pools: "dep" (mixed, DP8 x EP8, GPUs 0-7) and "prefill" (TP8, GPUs 8-15).
+const std::string kDep = "deployment.pools[dep].";
+const std::string kPrefill = "deployment.pools[prefill].";
 
 // The error of loading the CI scenario (DeepSeek-V3: 256 routed experts, 128 heads) with `overrides`.
 std::string load_error(const std::vector<std::string>& overrides) {
@@ -43,65 +46,106 @@ void expect_has(const std::string& text, const std::string& part) {
   EXPECT_NE(text.find(part), std::string::npos) << "'" << part << "' not in: " << text;
 }
 
-TEST(DeploymentCheck, ExpertsThatDoNotDivideTheEpGroupNameTheGpuCount) {
-  const std::string e = load_error({"deployment.normal_gpus=7"});
-  expect_has(e, "small-pd.json: deployment.normal_gpus:");
-  expect_has(e, "256 routed experts do not divide over an EP group of 7 GPUs without redundant experts");
+TEST(DeploymentCheck, ExpertsThatDoNotDivideTheEpGroupNameTheEpKey) {
+  const std::string e = load_error({kDep + "dp=7", kDep + "ep=7"});
+  expect_has(e, "small-pd.json: deployment.pools[0].ep:");
+  expect_has(e, "256 routed experts do not divide over EP7 without redundant experts");
   // Redundant experts that make the slot count divisible are the way out; a wrong count is named.
-  EXPECT_EQ(load_error({"deployment.normal_gpus=12", "deployment.eplb.redundant_experts=8"}), "");
-  expect_has(load_error({"deployment.normal_gpus=12", "deployment.eplb.redundant_experts=4"}),
-             "deployment.eplb.redundant_experts: 256 routed + 4 redundant experts are not a multiple of the EP group's 12");
-  expect_has(load_error({"deployment.normal_gpus=2", "deployment.eplb.redundant_experts=9223372036854775806"}),
-             "deployment.eplb.redundant_experts: 9223372036854775806 redundant experts would give each of the 2 GPUs more");
+  EXPECT_EQ(load_error({kDep + "dp=12", kDep + "ep=12", kDep + "eplb.redundant_experts=8"}), "");
+  expect_has(load_error({kDep + "dp=12", kDep + "ep=12", kDep + "eplb.redundant_experts=4"}),
+             "deployment.pools[0].eplb.redundant_experts: 256 routed + 4 redundant experts are not a multiple of EP12");
+  expect_has(load_error({kDep + "dp=2", kDep + "ep=2", kDep + "eplb.redundant_experts=9223372036854775806"}),
+             "deployment.pools[0].eplb.redundant_experts: 9223372036854775806 redundant experts would give each of the 2 GPUs more");
 }
 
-TEST(DeploymentCheck, EpOnlyFeaturesOnOneNormalGpuAreNamed) {
-  const std::vector<std::string> one{"deployment.normal_gpus=1", "deployment.prefill_gpus=0"};
-  auto with = [&](const std::string& o) {
-    auto v = one;
-    v.push_back(o);
-    return load_error(v);
-  };
-  expect_has(with("deployment.eplb.redundant_experts=8"), "deployment.eplb.redundant_experts: redundant experts need");
-  expect_has(with("deployment.eplb.interval_steps=10"), "deployment.eplb.interval_steps:");
-  expect_has(with("deployment.two_batch_overlap=true"), "deployment.two_batch_overlap:");
+TEST(DeploymentCheck, AnEpThatDoesNotDivideTheInstanceIsNamed) {
+  expect_has(load_error({kDep + "ep=3"}), "deployment.pools[0].ep: EP3 does not divide the instance's tp x dp x pp = 8 GPUs");
 }
 
-TEST(DeploymentCheck, APrefillTpThatDoesNotDivideTheHeadsListsTheValidDegrees) {
-  const std::string e = load_error({"deployment.prefill_gpus=3"});
-  expect_has(e, "deployment.prefill_gpus: TP3 does not divide DeepSeek-V3's 128 attention heads");
+TEST(DeploymentCheck, EpOnlyFeaturesOnOneGpuAreNamed) {
+  const std::string one = R"(deployment.pools=[{"name": "one", "role": "aggregated"}])";
+  auto with = [&](const std::string& o) { return load_error({one, "deployment.pools[one]." + o}); };
+  EXPECT_EQ(load_error({one}), "");
+  expect_has(with("eplb.redundant_experts=8"), "deployment.pools[0].eplb.redundant_experts: redundant experts need");
+  expect_has(with("eplb.interval_steps=10"), "deployment.pools[0].eplb.interval_steps:");
+  expect_has(with("two_batch_overlap=true"), "deployment.pools[0].two_batch_overlap:");
+}
+
+TEST(DeploymentCheck, ATpThatDoesNotDivideTheHeadsListsTheValidDegrees) {
+  const std::string e = load_error({kPrefill + "tp=3"});
+  expect_has(e, "deployment.pools[1].tp: TP3 does not divide DeepSeek-V3's 128 attention heads");
   expect_has(e, "1, 2, 4, 8, 16, 32, 64");
-  EXPECT_EQ(load_error({"deployment.prefill_gpus=4"}), "");
+  EXPECT_EQ(load_error({kPrefill + "tp=4"}), "");
+  // GLM-5's 64 heads over 3.
+  expect_has(load_error({"model.profile=glm-5", kPrefill + "tp=3"}), "TP3 does not divide GLM-5's 64 attention heads");
   // With EP the experts must divide too: GLM-4.5 has 96 heads (TP6 fine) but 160 experts.
-  const std::string ep = load_error({"model.profile=glm-4.5", "deployment.normal_gpus=8", "deployment.prefill_gpus=6",
-                                     "deployment.prefill_expert_parallel=true"});
-  expect_has(ep, "deployment.prefill_gpus: TP6 + EP6: GLM-4.5's 160 routed experts do not divide over 6 GPUs");
+  const std::string ep = load_error({"model.profile=glm-4.5", kPrefill + "tp=6", kPrefill + "ep=6"});
+  expect_has(ep, "deployment.pools[1].ep: GLM-4.5's 160 routed experts do not divide over EP6");
 }
 
 TEST(DeploymentCheck, ATokenBudgetBelowOneDecodeStepIsNamed) {
-  expect_has(load_error({"deployment.token_budget=2", "deployment.mtp_draft_tokens=2"}),
-             "deployment.token_budget: 2 tokens cannot hold one decode step with 2 MTP draft tokens");
+  expect_has(load_error({kDep + "token_budget=2", kDep + "mtp_draft_tokens=2"}),
+             "deployment.pools[0].token_budget: 2 tokens cannot hold one decode step with 2 MTP draft tokens");
 }
 
 TEST(DeploymentCheck, NegativeThresholdsAndSizesAreNamed) {
-  for (const char* key : {"deployment.threshold_tokens", "deployment.prefill_gpus", "deployment.kv_block_tokens",
-                          "deployment.token_budget", "deployment.max_running", "deployment.grace_bytes_per_gpu",
-                          "deployment.eplb.redundant_experts", "workload.max_sessions"}) {
-    expect_has(load_error({std::string(key) + "=-1"}), std::string(key) + ": expected an integer in [");
+  for (const std::string key : {"deployment.threshold_tokens", "deployment.kv_block_tokens", "deployment.grace_bytes_per_gpu",
+                                "workload.max_sessions"}) {
+    expect_has(load_error({key + "=-1"}), key + ": expected an integer in [");
+  }
+  for (const std::string key : {"tp", "instances", "token_budget", "max_running", "eplb.redundant_experts"}) {
+    expect_has(load_error({kDep + key + "=-1"}), "deployment.pools[0]." + key + ": expected an integer in [");
   }
 }
 
-TEST(DeploymentCheck, AModelThatDoesNotFitInHbmSaysWhichGpuAndHowManyBytes) {
-  // GLM-5 FP8 on one normal GPU: ~685 GB of weights against 279 GB of B300 HBM.
-  const std::string e = build_error({"model.profile=glm-5", "deployment.normal_gpus=1", "deployment.prefill_gpus=0"});
-  expect_has(e, "deployment.normal_gpus: does not fit: GLM-5 on normal rank 0 (GPU 0)");
+TEST(DeploymentCheck, PipelineStagesOnADecodingPoolAreRejected) {
+  expect_has(load_error({kDep + "pp=2"}), "deployment.pools[0].pp: a mixed pool decodes every step");
+}
+
+TEST(DeploymentCheck, SmPartitionsOutsideTheOpenUnitIntervalOrOnAPrefillPoolAreRejected) {
+  expect_has(load_error({kDep + R"(sm_partition={"prefill": 1.0})"}),
+             "deployment.pools[0].sm_partition.prefill: the prefill stream's SM share must be strictly between 0 and 1");
+  expect_has(load_error({kDep + R"(sm_partition={"prefill": 0})"}), "strictly between 0 and 1");
+  expect_has(load_error({kPrefill + R"(sm_partition={"prefill": 0.3})"}),
+             "deployment.pools[1].sm_partition: SM partitions (green contexts) split prefill and decode of one GPU");
+}
+
+TEST(DeploymentCheck, ADecodePoolWithNowhereToPrefillIsRejected) {
+  const std::string e = load_error({R"(deployment.pools=[{"name": "d", "role": "decode", "dp": 8, "ep": 8}])"});
+  expect_has(e, "deployment.pools: a decode pool prefills nothing itself: it needs a prefill pool");
+  expect_has(load_error({R"(deployment.pools=[{"name": "p", "role": "prefill", "tp": 8}])"}),
+             "deployment.pools: needs a pool that decodes");
+  expect_has(load_error({kDep + "role=aggregated"}), "an aggregated pool prefills every prompt where it decodes");
+}
+
+TEST(DeploymentCheck, Nvfp4OnADeviceWithoutFp4IsRejected) {
+  EXPECT_EQ(load_error({kDep + "weights=nvfp4"}), "");  // B300 has FP4 tensor cores
+  const std::string e = load_error({"cluster.gpu_profile=h100", "cluster.fabric_profile=hgx-h100", "cluster.units=2",
+                                    kDep + "weights=nvfp4"});
+  expect_has(e, "deployment.pools[0].weights: nvfp4 runs the experts on FP4 tensor cores, which h100 has not");
+  expect_has(load_error({kDep + "weights=int3"}), "deployment.pools[0].weights: 'int3' is not one of bf16, fp8, nvfp4");
+}
+
+TEST(DeploymentCheck, PoolsMustAgreeOnTheKvDtype) {
+  expect_has(load_error({kPrefill + "kv_dtype=bf16"}), "deployment.pools[1].kv_dtype: KV moves between the pools as it is stored");
+}
+
+TEST(DeploymentCheck, AModelThatDoesNotFitInHbmSaysWhichPoolGpuAndHowManyBytes) {
+  // GLM-5 FP8 on one GPU: ~685 GB of weights against 279 GB of B300 HBM.
+  const std::string e = build_error({"model.profile=glm-5", R"(deployment.pools=[{"name": "one", "role": "aggregated"}])"});
+  expect_has(e, "deployment.pools[0]: does not fit: GLM-5 on pool 'one' instance 0 (GPU 0)");
   expect_has(e, "asked for ");
   expect_has(e, "279000000000 are free on gpu0");
-  // The prefill worker's GPUs are named as such.
-  const std::string p = build_error({"model.profile=glm-5", "deployment.normal_gpus=8", "deployment.prefill_gpus=1"});
-  expect_has(p, "deployment.prefill_gpus: does not fit: GLM-5 on prefill rank 0 (GPU 8)");
+  // A prefill instance's GPU is named as such.
+  const std::string p = build_error({"model.profile=glm-5", kPrefill + "tp=1"});
+  expect_has(p, "deployment.pools[1]: does not fit: GLM-5 on pool 'prefill' instance 0 (GPU 8)");
   // An activation reserve that leaves no room for KV says so, in bytes.
-  expect_has(build_error({"deployment.max_running=100000000"}), "leave no room for KV in 279000000000 bytes of HBM");
+  expect_has(build_error({kDep + "max_running=100000000"}), "leave no room for KV in 279000000000 bytes of HBM");
+}
+
+TEST(DeploymentCheck, OldDeploymentKeysPointToPools) {
+  expect_has(load_error({"deployment.normal_gpus=8"}),
+             "deployment.normal_gpus: is a key of each pool now: write the deployment as deployment.pools");
 }
 
 }  // namespace

@@ -20,7 +20,7 @@ class FaultPlanFile : public ::testing::Test {
                      ("nvl_faults_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
     std::filesystem::create_directories(dir);
     const auto file = dir / "s.json";
-    std::ofstream(file) << R"({"name": "t", "deployment": {"normal_gpus": 8, "prefill_gpus": 8},
+    std::ofstream(file) << R"({"name": "t", "deployment": {"pools": [{"name": "dep", "role": "mixed", "dp": 8, "ep": 8}, {"name": "prefill", "role": "prefill", "tp": 8}]},
                               "workload": {"source": "gen:codex:trials=2"}, "faults": [)"
                         << faults << "]}";
     return file;
@@ -110,7 +110,8 @@ TEST_F(FaultPlanFile, BadTargetsNameTheirKey) {
   expect_error(R"({"kind": "gpu_ecc", "at_s": 1, "target": "normal rank 8"})", "faults[0].target", "no normal rank 8");
   expect_error(R"({"kind": "gpu_ecc", "at_s": 1, "target": "rank 3"})", "faults[0].target", "normal rank N");
   expect_error(R"({"kind": "grace_memory_error", "at_s": 1, "target": "prefill"})", "faults[0].target", "Grace KV tier");
-  expect_error(R"({"kind": "grace_memory_error", "at_s": 1, "target": 12})", "faults[0].target", "prefill GPU");
+  expect_error(R"({"kind": "grace_memory_error", "at_s": 1, "target": 12})", "faults[0].target",
+               "not the first GPU of a decoding DP rank");
   expect_error(R"({"kind": "straggler", "at_s": 1, "target": "prefill gpu 8", "factor": 0.5, "duration_s": 1})",
                "faults[0].target", "no prefill GPU 8");
   expect_error(R"({"kind": "link_degrade", "at_s": 1, "target": "rack0/tray0/gpu0", "factor": 0.5})", "faults[0].target",
@@ -127,7 +128,25 @@ TEST_F(FaultPlanFile, BadTargetsNameTheirKey) {
                "host ids");
   expect_error(R"({"kind": "router_restart", "at_s": 1, "target": 0})", "faults[0].target", "no target");
   expect_error(R"({"kind": "grace_memory_error", "rate_per_hour": 1, "targets": [1, "prefill"]})", "faults[0].targets[1]",
-               "normal GPUs: 0 to 7");
+               "prefill instances have not");
+}
+
+TEST_F(FaultPlanFile, AGpuInNoPoolIsNotATarget) {
+  // GPUs 2-7 lie between the listed pools: a fault there would change nothing.
+  const auto dir = std::filesystem::temp_directory_path() / "nvl_faults_gap";
+  std::filesystem::create_directories(dir);
+  const auto file = dir / "s.json";
+  std::ofstream(file) << R"({"name": "t", "model": {"profile": "deepseek-v3"}, "deployment": {"pools": [
+                               {"name": "d", "role": "mixed", "dp": 2, "ep": 2, "gpus": [0, 1]},
+                               {"name": "p", "role": "prefill", "tp": 8, "gpus": [8, 9, 10, 11, 12, 13, 14, 15]}]},
+                             "workload": {"source": "gen:codex:trials=2"},
+                             "faults": [{"kind": "gpu_lost", "at_s": 1, "target": 4}]})";
+  try {
+    load_scenario(file);
+    FAIL() << "GPU 4 is in no pool";
+  } catch (const rt::InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("faults[0].target: GPU 4 is in no pool of the deployment"), std::string::npos) << e.what();
+  }
 }
 
 TEST_F(FaultPlanFile, BadParametersNameTheirKey) {
@@ -153,7 +172,7 @@ TEST_F(FaultPlanFile, DeploymentHealthOptionsReadAndCheck) {
   const auto dir = std::filesystem::temp_directory_path() / "nvl_faults_health";
   std::filesystem::create_directories(dir);
   const auto file = dir / "s.json";
-  std::ofstream(file) << R"({"name": "t", "deployment": {"normal_gpus": 8, "health_check_interval_s": 0.25,
+  std::ofstream(file) << R"({"name": "t", "deployment": {"pools": [{"name": "dep", "role": "mixed", "dp": 8, "ep": 8}, {"name": "prefill", "role": "prefill", "tp": 8}], "health_check_interval_s": 0.25,
                              "fault_detection_delay_s": 0, "gpu_reset_s": 3, "worker_restart_s": 4},
                              "workload": {"source": "gen:codex:trials=2"}})";
   const Scenario s = load_scenario(file);

@@ -12,7 +12,7 @@
 namespace nvl::emu {
 namespace {
 
-const char* kMinimal = R"({"name": "t", "deployment": {"normal_gpus": 8}, "workload": {"source": "gen:codex:trials=2"}})";
+const char* kMinimal = R"({"name": "t", "deployment": {"pools": [{"name": "dep", "role": "mixed", "dp": 8, "ep": 8}, {"name": "prefill", "role": "prefill", "tp": 8}]}, "workload": {"source": "gen:codex:trials=2"}})";
 
 std::filesystem::path minimal_file() {
   const auto dir = std::filesystem::temp_directory_path() / ("nvl_router_keys_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));

@@ -49,14 +49,14 @@ if [ "$rc" -ne 1 ] || ! grep -q "FAILED assert requests.completed" <<<"$msg"; th
 else
   echo "ok: a failed check exits 1 and is named"
 fi
-msg=$("$exe" run "$scenario" --set deployment.normal_gpus=100 2>&1); rc=$?
-if [ "$rc" -ne 2 ] || ! grep -q "deployment.normal_gpus" <<<"$msg"; then
+msg=$("$exe" run "$scenario" --set 'deployment.pools[dep].dp=100' --set 'deployment.pools[dep].ep=100' 2>&1); rc=$?
+if [ "$rc" -ne 2 ] || ! grep -q "deployment.pools\[0\]" <<<"$msg"; then
   echo "FAIL: an impossible deployment: rc=$rc"; echo "$msg"; fail=1
 else
   echo "ok: an impossible deployment exits 2"
 fi
-msg=$("$exe" run "$scenario" --set model.profile=glm-5 --set deployment.normal_gpus=1 --set deployment.prefill_gpus=0 2>&1); rc=$?
-if [ "$rc" -ne 2 ] || ! grep -q "deployment.normal_gpus: does not fit: GLM-5 on normal rank 0 (GPU 0)" <<<"$msg"; then
+msg=$("$exe" run "$scenario" --set model.profile=glm-5 --set 'deployment.pools=[{"name": "one", "role": "aggregated"}]' 2>&1); rc=$?
+if [ "$rc" -ne 2 ] || ! grep -q "deployment.pools\[0\]: does not fit: GLM-5 on pool 'one' instance 0 (GPU 0)" <<<"$msg"; then
   echo "FAIL: a model that does not fit: rc=$rc"; echo "$msg"; fail=1
 else
   echo "ok: a model that does not fit exits 2"

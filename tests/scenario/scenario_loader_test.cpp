@@ -33,7 +33,8 @@ class ScenarioFile : public ::testing::Test {
   }
 };
 
-const char* kMinimal = R"({"name": "t", "deployment": {"normal_gpus": 8}, "workload": {"source": "gen:codex:trials=2"}})";
+const char* kMinimal = R"({"name": "t", "deployment": {"pools": [{"name": "dep", "role": "mixed", "dp": 8, "ep": 8}, {"name": "prefill", "role": "prefill", "tp": 8}]},
+                           "workload": {"source": "gen:codex:trials=2"}})";
 
 TEST_F(ScenarioFile, AMinimalFileTakesTheDocumentedDefaults) {
   const Scenario s = load_scenario(write(kMinimal));
@@ -41,8 +42,16 @@ TEST_F(ScenarioFile, AMinimalFileTakesTheDocumentedDefaults) {
   EXPECT_EQ(s.seed, 1u);
   EXPECT_EQ(s.cluster.fabric_profile, "gb300-nvl72");
   EXPECT_EQ(s.model.profile, "glm-5");
-  EXPECT_EQ(s.deployment.normal_gpus, 8);
-  EXPECT_EQ(s.deployment.prefill_gpus, 8);
+  ASSERT_EQ(s.deployment.pools.size(), 2u);
+  const ScenarioPool& dep = s.deployment.pools[0];
+  EXPECT_EQ(dep.instances, 1);
+  EXPECT_EQ(dep.tp, 1);
+  EXPECT_EQ(dep.pp, 1);
+  EXPECT_EQ(dep.weights, "fp8");
+  EXPECT_EQ(dep.kv_dtype, "fp8") << "the model's";
+  EXPECT_EQ(dep.placement.kind, ScenarioPlacement::Kind::automatic);
+  EXPECT_EQ(dep.max_running, 256);
+  EXPECT_EQ(s.deployment.pools[1].ep, 1);
   EXPECT_EQ(s.deployment.router_policy, "cache_aware");
   EXPECT_EQ(s.workload.source, "gen:codex:trials=2");
 }
@@ -54,35 +63,39 @@ TEST_F(ScenarioFile, SetOverridesApplyBeforeChecking) {
   EXPECT_EQ(s.deployment.grace_tier, "write_back");
   EXPECT_DOUBLE_EQ(s.run.max_sim_seconds, 2.5);
   EXPECT_EQ(s.model.profile, "deepseek-v3");
-  EXPECT_NE(error_of(kMinimal, {"deployment.normal_gpus=-1"}).find("deployment.normal_gpus"), std::string::npos);
+  EXPECT_NE(error_of(kMinimal, {"deployment.pools[0].dp=-1"}).find("deployment.pools[0].dp"), std::string::npos);
   EXPECT_NE(error_of(kMinimal, {"nokey"}).find("key.path=value"), std::string::npos);
   EXPECT_EQ(load_scenario(write(kMinimal), {"deployment.kv_block_tokens=16"}).deployment.kv_block_tokens, 16);
   EXPECT_NE(error_of(kMinimal, {"deployment.kv_block_tokens=0"}).find("deployment.kv_block_tokens"), std::string::npos);
-  const Scenario e = load_scenario(write(kMinimal), {"deployment.eplb.redundant_experts=32", "deployment.mtp_draft_tokens=1"});
-  EXPECT_EQ(e.deployment.eplb.redundant_experts, 32);
-  EXPECT_EQ(e.deployment.mtp_draft_tokens, 1);
-  EXPECT_NE(error_of(kMinimal, {"deployment.eplb.expert_skew=-1"}).find("deployment.eplb.expert_skew"), std::string::npos);
-  EXPECT_NE(error_of(kMinimal, {"deployment.eplb.bogus=1"}).find("deployment.eplb"), std::string::npos);
-  EXPECT_NE(error_of(kMinimal, {"deployment.two_batch_overlap=3"}).find("deployment.two_batch_overlap"), std::string::npos);
+  const Scenario e =
+      load_scenario(write(kMinimal), {"deployment.pools[dep].eplb={\"redundant_experts\": 32}", "deployment.pools[dep].mtp_draft_tokens=1"});
+  EXPECT_EQ(e.deployment.pools[0].eplb.redundant_experts, 32);
+  EXPECT_EQ(e.deployment.pools[0].mtp_draft_tokens, 1);
+  EXPECT_NE(error_of(kMinimal, {"deployment.pools[dep].eplb={\"expert_skew\": -1}"}).find("deployment.pools[0].eplb.expert_skew"),
+            std::string::npos);
+  EXPECT_NE(error_of(kMinimal, {"deployment.pools[dep].eplb={\"bogus\": 1}"}).find("deployment.pools[0].eplb.bogus"),
+            std::string::npos);
+  EXPECT_NE(error_of(kMinimal, {"deployment.pools[dep].two_batch_overlap=3"}).find("deployment.pools[0].two_batch_overlap"),
+            std::string::npos);
 }
 
 TEST_F(ScenarioFile, AnUnknownKeyIsNamedWithItsPath) {
   const std::string e = error_of(
-      R"({"name": "t", "deployment": {"normal_gpus": 8, "normal_gpu": 4}, "workload": {"source": "gen:codex"}})");
-  EXPECT_NE(e.find("deployment.normal_gpu"), std::string::npos) << e;
+      R"({"name": "t", "deployment": {"pools": [{"name": "dep", "role": "mixed", "dp": 8, "ep": 8}, {"name": "prefill", "role": "prefill", "tp": 8}], "threshold_token": 4}, "workload": {"source": "gen:codex"}})");
+  EXPECT_NE(e.find("deployment.threshold_token"), std::string::npos) << e;
   EXPECT_NE(e.find("s.json"), std::string::npos) << e;
 }
 
 TEST_F(ScenarioFile, AWrongTypeIsNamed) {
   const std::string e = error_of(
-      R"({"name": "t", "deployment": {"normal_gpus": "eight"}, "workload": {"source": "gen:codex"}})");
-  EXPECT_NE(e.find("deployment.normal_gpus"), std::string::npos) << e;
+      R"({"name": "t", "deployment": {"pools": [{"name": "dep", "role": "mixed", "dp": "eight"}]}, "workload": {"source": "gen:codex"}})");
+  EXPECT_NE(e.find("deployment.pools[0].dp"), std::string::npos) << e;
 }
 
 TEST_F(ScenarioFile, ANegativeValueIsNamed) {
   const std::string e = error_of(
-      R"({"name": "t", "deployment": {"normal_gpus": 8, "prefill_gpus": -8}, "workload": {"source": "gen:codex"}})");
-  EXPECT_NE(e.find("deployment.prefill_gpus"), std::string::npos) << e;
+      R"({"name": "t", "deployment": {"pools": [{"name": "dep", "role": "mixed", "instances": -8}]}, "workload": {"source": "gen:codex"}})");
+  EXPECT_NE(e.find("deployment.pools[0].instances"), std::string::npos) << e;
   const std::string rate = error_of(kMinimal, {"workload.rate_sessions_per_s=-1"});
   EXPECT_NE(rate.find("workload.rate_sessions_per_s"), std::string::npos) << rate;
 }
@@ -95,15 +108,18 @@ TEST_F(ScenarioFile, ABadChoiceListsTheAllowedValues) {
 
 TEST_F(ScenarioFile, AMissingFileIsAnInputError) {
   EXPECT_THROW(load_scenario("/no/such/scenario.json"), rt::InputError);
-  const std::string e = error_of(R"({"name": "t", "deployment": {"normal_gpus": 8}, "workload": {"source": "no-trace.jsonl"}})");
+  const std::string e = error_of(R"({"name": "t", "deployment": {"pools": [{"name": "dep", "role": "mixed", "dp": 8, "ep": 8}, {"name": "prefill", "role": "prefill", "tp": 8}]}, "workload": {"source": "no-trace.jsonl"}})");
   EXPECT_NE(e.find("workload.source"), std::string::npos) << e;
 }
 
 TEST_F(ScenarioFile, MoreGpusThanTheFabricHasIsRejected) {
-  const std::string e = error_of(kMinimal, {"deployment.normal_gpus=70"});
-  EXPECT_NE(e.find("deployment.normal_gpus"), std::string::npos) << e;
+  const std::string e = error_of(kMinimal, {"deployment.pools[dep].dp=70", "deployment.pools[dep].ep=70",
+                                            "deployment.pools[dep].eplb={\"redundant_experts\": 24}"});
+  EXPECT_NE(e.find("deployment.pools[1].gpus"), std::string::npos) << e;
   EXPECT_NE(e.find("72 GPUs"), std::string::npos) << e;
-  EXPECT_EQ(error_of(kMinimal, {"deployment.normal_gpus=64", "cluster.units=2", "deployment.prefill_gpus=64"}), "");
+  EXPECT_EQ(error_of(kMinimal, {"deployment.pools[dep].dp=64", "deployment.pools[dep].ep=64", "cluster.units=2",
+                                "deployment.pools[prefill].tp=64"}),
+            "");
 }
 
 TEST_F(ScenarioFile, OutputsAndChecksTakeTheDocumentedDefaults) {
@@ -121,7 +137,7 @@ TEST_F(ScenarioFile, OutputsAndChecksTakeTheDocumentedDefaults) {
 
 TEST_F(ScenarioFile, OutputsChecksAndWorkloadScalingAreRead) {
   const Scenario s = load_scenario(
-      write(R"({"name": "t", "deployment": {"normal_gpus": 8},
+      write(R"({"name": "t", "deployment": {"pools": [{"name": "dep", "role": "mixed", "dp": 8, "ep": 8}, {"name": "prefill", "role": "prefill", "tp": 8}]},
                 "workload": {"source": "gen:codex:trials=2", "starts": "recorded", "rate_scale": 2, "time_scale": 0.5},
                 "outputs": {"trace": false, "trace_start_s": 5, "trace_window_s": 2, "trace_max_events": 10,
                             "html": false, "timeline_interval_s": 0.25},

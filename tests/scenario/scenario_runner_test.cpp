@@ -157,7 +157,7 @@ TEST(ScenarioRunner, RecordedStartsReplayTheTraceTimestampsScaled) {
                                  << R"({"timestamp": 20000, "input_length": 300, "output_length": 4, "hash_ids": [2]})"
                                  << "\n";
   std::ofstream(dir / "s.json") << R"({"name": "rec", "model": {"profile": "deepseek-v3"},
-      "deployment": {"normal_gpus": 8, "prefill_gpus": 0}, "workload": {"source": "t.jsonl", "starts": "recorded"}})";
+      "deployment": {"pools": [{"name": "dep", "role": "mixed", "dp": 8, "ep": 8}]}, "workload": {"source": "t.jsonl", "starts": "recorded"}})";
   const RunReport at_pace = run_scenario(load_scenario(dir / "s.json"));
   const RunReport twice_as_fast = run_scenario(load_scenario(dir / "s.json", {"workload.rate_scale=2"}));
   ASSERT_EQ(at_pace.requests_completed, 2u);
