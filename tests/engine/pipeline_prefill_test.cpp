@@ -25,7 +25,8 @@ struct KvReady {
 };
 
 struct Timed {
-  double seconds = 0;  // the prompt's first token
+  double seconds = 0;  // the last prompt's first token
+  std::vector<RequestId> done;
   std::vector<KvReady> ready;
   std::uint64_t steps = 0;
   std::int64_t kv_blocks = 0;
@@ -39,7 +40,7 @@ PrefillWorkerConfig config(std::int64_t pp) {
   return cfg;
 }
 
-Timed prefill(int gpus, PrefillWorkerConfig cfg, std::int64_t prompt) {
+Timed prefill(int gpus, PrefillWorkerConfig cfg, std::vector<std::int64_t> prompts) {
   rt::VirtualRuntime rt;
   emu::EmulatedCluster cluster(rt, "gb300", "gb300-nvl72", 8);
   const ModelProfile model = load_model_profile(model_profile_path("deepseek-v3"));
@@ -48,6 +49,7 @@ Timed prefill(int gpus, PrefillWorkerConfig cfg, std::int64_t prompt) {
       rt, model, cluster.devices(0, gpus), cluster.collectives(), cfg,
       [&](const StepOutcome& o) {
         EXPECT_TRUE(o.first_token);
+        run.done.push_back(o.id);
         run.seconds = rt.now().since_start().seconds();
       },
       [&](RequestId, std::int64_t done, std::int64_t total, std::uint64_t bytes) {
@@ -55,11 +57,14 @@ Timed prefill(int gpus, PrefillWorkerConfig cfg, std::int64_t prompt) {
       },
       [](RequestId id, const std::string& why) { ADD_FAILURE() << "rejected " << id << ": " << why; });
   worker.start();
-  RequestState r;
-  r.id = 1;
-  r.prompt_tokens = prompt;
-  worker.submit(r);
+  for (std::size_t i = 0; i < prompts.size(); ++i) {
+    RequestState r;
+    r.id = i + 1;
+    r.prompt_tokens = prompts[i];
+    worker.submit(r);
+  }
   rt.run();
+  EXPECT_EQ(run.done.size(), prompts.size());
   run.steps = worker.steps();
   run.kv_blocks = worker.kv().gpu().capacity();
   EXPECT_TRUE(worker.scheduler().idle());
@@ -69,9 +74,9 @@ Timed prefill(int gpus, PrefillWorkerConfig cfg, std::int64_t prompt) {
 }
 
 TEST(PipelinePrefill, LongPromptOverlapsItsChunksOverTheStages) {
-  const Timed pp2 = prefill(8, config(2), kLongPrompt);
-  const Timed tp4 = prefill(4, config(1), kLongPrompt);
-  const Timed tp8 = prefill(8, config(1), kLongPrompt);
+  const Timed pp2 = prefill(8, config(2), {kLongPrompt});
+  const Timed tp4 = prefill(4, config(1), {kLongPrompt});
+  const Timed tp8 = prefill(8, config(1), {kLongPrompt});
   ASSERT_GT(pp2.seconds, 0);
   EXPECT_EQ(pp2.steps, 8u);
   // Hand estimate. Let c_i be chunk i's time on TP4 (all 61 layers). Each stage runs about half the
@@ -101,15 +106,27 @@ TEST(PipelinePrefill, OneChunkGainsNothingFromThePipeline) {
   // the head, each at TP4 shapes, so T_pp2 = T_tp4 plus the hand-on (16,384 x 7,168 x 2 B = 235 MB per
   // rank over NVLink, well under a millisecond) and the extra launches: no faster, and not by more
   // than a few percent slower.
-  const Timed pp2 = prefill(8, config(2), kChunk);
-  const Timed tp4 = prefill(4, config(1), kChunk);
+  const Timed pp2 = prefill(8, config(2), {kChunk});
+  const Timed tp4 = prefill(4, config(1), {kChunk});
   ASSERT_GT(pp2.seconds, 0);
   EXPECT_GE(pp2.seconds, tp4.seconds);
   EXPECT_LT(pp2.seconds, 1.05 * tp4.seconds);
 }
 
+TEST(PipelinePrefill, PromptsQueuedTogetherFinishInOrder) {
+  // Three prompts of two chunks each (FCFS, one chunk a step). A step that finishes a prompt drains the
+  // pipeline (the scheduler hears of it once the last stage is done), so each prompt fills and drains
+  // it as if it ran alone: three times one prompt's (2 + 1) stage times. The next prompt's first chunk
+  // does not overlap the last one's final chunk, as it could in SGLang.
+  const Timed pp2 = prefill(8, config(2), {2 * kChunk, 2 * kChunk, 2 * kChunk});
+  const Timed one = prefill(8, config(2), {2 * kChunk});
+  EXPECT_EQ(pp2.done, (std::vector<RequestId>{1, 2, 3}));
+  EXPECT_EQ(pp2.steps, 6u);
+  EXPECT_NEAR(pp2.seconds / one.seconds, 3.0, 0.01);
+}
+
 TEST(PipelinePrefill, KvIsReadyStageByStageInLayerOrder) {
-  const Timed pp2 = prefill(8, config(2), 40'000);
+  const Timed pp2 = prefill(8, config(2), {40'000});
   // Stage 0 runs layers [0, 31), stage 1 [31, 61); each cuts its layers of the finishing step into four
   // groups: 31 k / 4 and 31 + 30 k / 4. FP8 MLA KV is 576 B per token and layer.
   const std::int64_t ends[] = {7, 15, 23, 31, 38, 46, 53, 61};
@@ -172,12 +189,14 @@ TEST(PipelinePrefill, StagesThatLeaveOneWithoutLayersOrDoNotDivideTheGpusAreReje
   EXPECT_EQ(pipeline_stages(model, 61).back().first_layer, 60);
 }
 
-TEST(PipelinePrefill, AGpuLostOnTheLastStageFailsTheStep) {
+// GPU `lost_gpu` of TP(8 / pp) x PP(pp) lost mid-prompt: the step fails and nothing waits forever on
+// a hand-on that the lost GPU's stage never made.
+void lose_a_gpu_mid_prompt(std::int64_t pp, int lost_gpu) {
   rt::VirtualRuntime rt;
   emu::EmulatedCluster cluster(rt, "gb300", "gb300-nvl72", 8);
   const ModelProfile model = load_model_profile(model_profile_path("deepseek-v3"));
   std::vector<RequestId> done;
-  PrefillWorker w(rt, model, cluster.devices(0, 8), cluster.collectives(), config(2),
+  PrefillWorker w(rt, model, cluster.devices(0, 8), cluster.collectives(), config(pp),
                   [&](const StepOutcome& o) { done.push_back(o.id); },
                   [](RequestId, std::int64_t, std::int64_t, std::uint64_t) {}, [](RequestId, const std::string&) {});
   std::vector<std::string> failures;
@@ -190,14 +209,32 @@ TEST(PipelinePrefill, AGpuLostOnTheLastStageFailsTheStep) {
   r.id = 1;
   r.prompt_tokens = kLongPrompt;
   w.submit(r);
-  // Mid-prompt: GPU 6 is rank 2 of stage 1.
-  rt.call_after(rt::ms(500), [&] { cluster.fleet().device(6).inject_gpu_lost(); });
+  rt.call_after(rt::ms(500), [&] { cluster.fleet().device(lost_gpu).inject_gpu_lost(); });
   rt.run();
   EXPECT_TRUE(done.empty());
   ASSERT_GE(failures.size(), 1u);
   EXPECT_FALSE(w.live());
   EXPECT_EQ(w.kv().gpu().used_blocks(), 0);
   w.kv().check_invariants();
+}
+
+TEST(PipelinePrefill, AGpuLostOnAnyStageFailsTheStep) {
+  lose_a_gpu_mid_prompt(2, 6);  // rank 2 of the last stage
+  lose_a_gpu_mid_prompt(2, 1);  // rank 1 of the first
+  lose_a_gpu_mid_prompt(4, 3);  // TP2 x PP4: rank 1 of stage 1, between two others
+}
+
+TEST(PipelinePrefill, ExpertParallelRunsOverEachStagesGpus) {
+  PrefillWorkerConfig tp = config(2);
+  PrefillWorkerConfig ep = config(2);
+  ep.expert_parallel = true;
+  const Timed a = prefill(8, tp, {2 * kChunk});
+  const Timed b = prefill(8, ep, {2 * kChunk});
+  ASSERT_GT(b.seconds, 0);
+  // Same FLOPs; only the experts' traffic differs (EP4 all-to-alls in each stage): within 2x.
+  EXPECT_NE(a.seconds, b.seconds);
+  EXPECT_LT(b.seconds / a.seconds, 2.0);
+  EXPECT_GT(b.seconds / a.seconds, 0.5);
 }
 
 TEST(PipelinePrefill, ALinkFaultOnHealthyGpusRestartsTheChunksTheLastStageHadNotRun) {
