@@ -9,9 +9,9 @@
 // Pipeline parallelism (SGLang's chunked PP for long prompts): with `pipeline_stages` = pp the GPUs are
 // pp TP groups of tp each, stage s on devices [s * tp, (s + 1) * tp) running its share of the layers
 // (engine/model/weight_footprint.h: pipeline_stages). A step's activations (hidden x tokens, BF16) go
-// from rank r of one stage to rank r of the next as a two-member send_recv collective over NVLink, in
-// graphs of their own (so a fault that cuts a layer graph short never leaves a peer waiting on a send
-// it skipped). Chunks overlap: once the first stage has handed a step on, the scheduler hears of it
+// from rank r of one stage to rank r of the next as a two-member send_recv collective (over NVLink
+// within a rack), in graphs of their own (so a fault that cuts a layer graph short never leaves a
+// peer waiting on a send it skipped). Stage s's KV lives on stage s's GPUs. Chunks overlap: once the first stage has handed a step on, the scheduler hears of it
 // and the next step starts there while later stages still run the last one. A step that finishes
 // prompts waits for every stage (the first token comes from the last), so a prompt's pipeline fills
 // and drains once: pp - 1 stage times at each end, priced by what runs, not by a formula.
