@@ -1,5 +1,6 @@
 #include "engine/model/weight_footprint.h"
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
@@ -11,7 +12,27 @@ std::uint64_t bytes_of(std::int64_t params, hal::DType d) {
 }
 }  // namespace
 
+std::vector<PipelineStage> pipeline_stages(const ModelProfile& m, std::int64_t pp) {
+  if (pp < 1 || pp > m.num_hidden_layers) {
+    throw std::invalid_argument(m.name + ": " + std::to_string(pp) + " pipeline stages for " +
+                                std::to_string(m.num_hidden_layers) + " layers (each stage needs at least one layer)");
+  }
+  std::vector<PipelineStage> stages;
+  std::int64_t first = 0;
+  for (std::int64_t s = 0; s < pp; ++s) {
+    const std::int64_t layers = m.num_hidden_layers / pp + (s < m.num_hidden_layers % pp ? 1 : 0);
+    stages.push_back(PipelineStage{first, first + layers, s == 0, s + 1 == pp});
+    first += layers;
+  }
+  return stages;
+}
+
 WeightFootprint weight_footprint_per_gpu(const ModelProfile& m, const ParallelLayout& layout, const WeightDtypes& dt) {
+  return weight_footprint_per_gpu(m, layout, dt, PipelineStage{0, m.num_hidden_layers, true, true});
+}
+
+WeightFootprint weight_footprint_per_gpu(const ModelProfile& m, const ParallelLayout& layout, const WeightDtypes& dt,
+                                         const PipelineStage& stage) {
   if (layout.tp < 1 || layout.dp < 1 || layout.ep < 1 || layout.redundant_experts < 0) {
     throw std::invalid_argument("parallel layout: tp, dp and ep must be at least 1, redundant experts not negative");
   }
@@ -28,11 +49,20 @@ WeightFootprint weight_footprint_per_gpu(const ModelProfile& m, const ParallelLa
   if (layout.ep == 1 && layout.redundant_experts > 0) {
     throw std::invalid_argument("redundant experts need expert parallelism (ep > 1)");
   }
+  if (stage.first_layer < 0 || stage.end_layer > m.num_hidden_layers || stage.first_layer >= stage.end_layer) {
+    throw std::invalid_argument(m.name + ": pipeline stage of layers [" + std::to_string(stage.first_layer) + ", " +
+                                std::to_string(stage.end_layer) + ") is not within its " +
+                                std::to_string(m.num_hidden_layers) + " layers");
+  }
+  const std::int64_t layers = stage.end_layer - stage.first_layer;
+  const std::int64_t dense_layers =
+      std::max<std::int64_t>(0, std::min(stage.end_layer, m.first_k_dense_replace) - stage.first_layer);
+  const std::int64_t moe_layers = layers - dense_layers;
 
   WeightFootprint w;
   const std::int64_t tp = layout.tp;
   const std::int64_t per_layer_attention = m.attention_params_per_layer() + m.indexer_params_per_layer();
-  w.attention_bytes = bytes_of(m.num_hidden_layers * per_layer_attention / tp, dt.attention);
+  w.attention_bytes = bytes_of(layers * per_layer_attention / tp, dt.attention);
 
   // Under EP a GPU holds whole experts; without EP every expert is split tp ways.
   std::int64_t routed_per_layer;
@@ -43,17 +73,18 @@ WeightFootprint weight_footprint_per_gpu(const ModelProfile& m, const ParallelLa
     w.expert_slots = m.n_routed_experts;
     routed_per_layer = m.n_routed_experts * m.expert_params() / tp;
   }
-  w.routed_expert_bytes = bytes_of(m.moe_layers() * routed_per_layer, dt.experts);
-  w.shared_expert_bytes = bytes_of(m.moe_layers() * m.shared_expert_params() / tp, dt.experts) +
-                          bytes_of(m.moe_layers() * m.router_params(), hal::DType::bf16);
-  w.dense_ffn_bytes = bytes_of(m.first_k_dense_replace * m.dense_ffn_params() / tp, dt.dense);
-  w.embedding_bytes = bytes_of((m.embedding_params() + m.lm_head_params()) / tp, dt.embedding);
+  w.routed_expert_bytes = bytes_of(moe_layers * routed_per_layer, dt.experts);
+  w.shared_expert_bytes = bytes_of(moe_layers * m.shared_expert_params() / tp, dt.experts) +
+                          bytes_of(moe_layers * m.router_params(), hal::DType::bf16);
+  w.dense_ffn_bytes = bytes_of(dense_layers * m.dense_ffn_params() / tp, dt.dense);
+  w.embedding_bytes =
+      bytes_of(((stage.first ? m.embedding_params() : 0) + (stage.last ? m.lm_head_params() : 0)) / tp, dt.embedding);
   // Each MTP module is one MoE decoder layer plus the projection that joins the embedding and hidden state.
   const std::uint64_t mtp_layer = bytes_of(per_layer_attention / tp, dt.attention) +
                                   bytes_of(routed_per_layer + m.shared_expert_params() / tp, dt.experts) +
                                   bytes_of(m.router_params(), hal::DType::bf16) +
                                   bytes_of(m.mtp_extra_params() / tp, dt.dense);
-  w.mtp_bytes = static_cast<std::uint64_t>(m.num_nextn_predict_layers) * mtp_layer;
+  w.mtp_bytes = stage.last ? static_cast<std::uint64_t>(m.num_nextn_predict_layers) * mtp_layer : 0;
   return w;
 }
 

@@ -2,6 +2,7 @@
 // Weight bytes one GPU holds for a model under a parallel layout: the first number of the HBM budget
 // (what is left after weights and activations is the KV cache).
 #include <cstdint>
+#include <vector>
 
 #include "engine/model/model_profile.h"
 #include "engine/model/parallel_layout.h"
@@ -23,8 +24,25 @@ struct WeightFootprint {
   }
 };
 
+// The layers one pipeline stage runs, [first_layer, end_layer); the first stage also holds the embedding
+// table, the last the head (final norm, LM head) and the MTP modules that follow it.
+struct PipelineStage {
+  std::int64_t first_layer = 0;
+  std::int64_t end_layer = 0;
+  bool first = true;
+  bool last = true;
+};
+
+// The model's layers over `pp` stages: evenly, the remainder one each to the first stages (the last
+// holds the LM head and MTP weights and runs the head, so it takes the fewer layers). A stage left
+// without layers (pp above the layer count) or pp < 1 is std::invalid_argument.
+std::vector<PipelineStage> pipeline_stages(const ModelProfile& m, std::int64_t pp);
+
 // Throws std::invalid_argument when the layout cannot hold the model (experts that do not spread
 // evenly over the EP group, a TP degree that does not divide the heads).
 WeightFootprint weight_footprint_per_gpu(const ModelProfile& m, const ParallelLayout& layout, const WeightDtypes& dt);
+// One GPU of a pipeline stage: its layers' share only (and the embedding or head its stage holds).
+WeightFootprint weight_footprint_per_gpu(const ModelProfile& m, const ParallelLayout& layout, const WeightDtypes& dt,
+                                         const PipelineStage& stage);
 
 }  // namespace nvl::engine

@@ -1,10 +1,13 @@
-// The prefill worker under faults: a step that fails (a GPU's Xid, an aborted TP/EP collective, the
-// worker process gone) is undone and reported; the worker does not step again until it is taken down
-// (its TP group cannot run without every GPU) or, when every GPU is healthy (a link or collective
-// error), retries on new communicators. A worker taken down loses its queue and its KV cache; it comes
-// back with new communicators once its GPUs are reset or its process restarted.
+// The prefill worker under faults: a step that fails (a GPU's Xid of any stage, an aborted TP/EP or
+// hand-on collective, the worker process gone) is undone and reported; the worker does not step again
+// until it is taken down (its TP groups cannot run without every GPU) or, when every GPU is healthy (a
+// link or collective error), retries on new communicators. With pipeline stages, requests whose
+// chunks the scheduler had counted before the later stages ran them start again from scratch. A worker
+// taken down loses its queue and its KV cache; it comes back with new communicators once its GPUs are
+// reset or its process restarted.
 #include <algorithm>
 #include <optional>
+#include <span>
 #include <stdexcept>
 #include <utility>
 
@@ -12,38 +15,111 @@
 
 namespace nvl::engine {
 
+namespace {
+
+hal::HalError process_gone(hal::DeviceId gpu) {
+  return hal::HalError(gpu, "step", hal::Xid::none, "the worker process of the prefill worker is not running");
+}
+
+// Waits for each stream; keeps the first error.
+template <typename Gpus>
+void synchronize(Gpus&& gpus, std::optional<hal::HalError>& failure) {
+  for (auto& g : gpus) {
+    try {
+      g.stream->synchronize();
+    } catch (const hal::HalError& e) {
+      if (!failure) failure = e;
+    }
+  }
+}
+
+}  // namespace
+
 bool PrefillWorker::run_step(const StepPlan& plan) {
-  const auto gone = [this] {
-    return hal::HalError(gpus_.front().device->id(), "step", hal::Xid::none,
-                         "the worker process of the prefill worker is not running");
-  };
+  // A step that finishes prompts waits for the last stage (their first tokens); any other step only
+  // for the first, which then takes the next while the later stages go on with this one.
+  const bool whole = pp() == 1 || std::any_of(plan.items.begin(), plan.items.end(),
+                                               [](const StepItem& item) { return item.last_chunk; });
+  const std::size_t waited = whole ? gpus_.size() : static_cast<std::size_t>(tp());
   std::optional<hal::HalError> failure;
   stepping_ = true;
   if (crashed_) {
-    failure = gone();
+    failure = process_gone(gpus_.front().device->id());
   } else {
     try {
       launch_step(plan);
     } catch (const hal::HalError& e) {
       failure = e;
     }
-    for (Gpu& g : gpus_) {
-      try {
-        g.stream->synchronize();
-      } catch (const hal::HalError& e) {
-        if (!failure) failure = e;
-      }
-    }
-    if (!failure && crashed_) failure = gone();  // died while the step ran: its results went with it
+    synchronize(std::span(gpus_).first(waited), failure);
+    // After a failure nothing may still run on the later stages when the step is tried again.
+    if (failure) synchronize(std::span(gpus_).subspan(waited), failure);
+    // Died while the step ran: its results went with it.
+    if (!failure && crashed_) failure = process_gone(gpus_.front().device->id());
   }
   stepping_ = false;
-  if (!failure) return true;
-  sched_->abort_step(plan);
-  rt_.record("prefill-worker", "step_failed",
-             {{"gpu", failure->device()}, {"xid", static_cast<int>(failure->cause())}, {"error", failure->what()}, {"step", steps_}},
-             rt::Severity::warning);
-  if (on_failure_) on_failure_(*failure);
+  if (failure) {
+    step_failed(&plan, *failure);
+    return false;
+  }
+  if (whole) {
+    drained_ = true;
+    unconfirmed_.clear();
+  } else {
+    drained_ = false;
+    for (const StepItem& item : plan.items) unconfirmed_.push_back(item.id);
+  }
+  return true;
+}
+
+bool PrefillWorker::drain() {
+  std::optional<hal::HalError> failure;
+  stepping_ = true;
+  synchronize(gpus_, failure);
+  if (!failure && crashed_) failure = process_gone(gpus_.front().device->id());
+  stepping_ = false;
+  drained_ = true;
+  if (!failure || !live_) {  // taken down meanwhile: what its stages ran went with it
+    unconfirmed_.clear();
+    return true;
+  }
+  step_failed(nullptr, *failure);
   return false;
+}
+
+void PrefillWorker::step_failed(const StepPlan* plan, const hal::HalError& failure) {
+  drained_ = true;
+  if (plan != nullptr) sched_->abort_step(*plan);
+  restart_unconfirmed();
+  rt_.record("prefill-worker", "step_failed",
+             {{"gpu", failure.device()}, {"xid", static_cast<int>(failure.cause())}, {"error", failure.what()}, {"step", steps_}},
+             rt::Severity::warning);
+  if (on_failure_) on_failure_(failure);
+}
+
+void PrefillWorker::restart_unconfirmed() {
+  if (unconfirmed_.empty()) return;
+  std::sort(unconfirmed_.begin(), unconfirmed_.end());
+  unconfirmed_.erase(std::unique(unconfirmed_.begin(), unconfirmed_.end()), unconfirmed_.end());
+  std::size_t restarted = 0;
+  for (RequestId id : unconfirmed_) {
+    const RequestState* r = sched_->find(id);
+    if (r == nullptr) continue;  // cancelled since
+    RequestState again = *r;
+    again.phase = RequestState::Phase::waiting;
+    again.computed_tokens = 0;
+    again.cached_tokens = 0;
+    again.output_tokens = 0;
+    again.in_step = false;
+    ++again.preemptions;  // recomputed from the start, as after a preemption
+    sched_->cancel(id);
+    sched_->enqueue(std::move(again));
+    ++restarted;
+  }
+  unconfirmed_.clear();
+  const std::int64_t dropped_blocks = kv_->drop_gpu_cached();
+  rt_.record("prefill-worker", "restarted_unconfirmed",
+             {{"requests", restarted}, {"kv_blocks_dropped", dropped_blocks}}, rt::Severity::warning);
 }
 
 void PrefillWorker::apply_deferred() {
@@ -69,18 +145,16 @@ void PrefillWorker::await_repair() {
 
 void PrefillWorker::rebuild_groups(const std::string& why) {
   ++generation_;
-  std::vector<hal::DeviceId> ids;
-  for (const Gpu& g : gpus_) ids.push_back(g.device->id());
-  const std::string suffix = std::to_string(tp()) + ".g" + std::to_string(generation_);
-  if (tp_group_) {
-    retired_groups_.push_back(tp_group_);
-    tp_group_ = collectives_.create_group("prefill-tp" + suffix, ids);
+  for (std::int64_t s = 0; s < pp(); ++s) {
+    Stage& stage = stages_[static_cast<std::size_t>(s)];
+    if (stage.tp_group) retired_groups_.push_back(stage.tp_group);
+    if (stage.ep_group) retired_groups_.push_back(stage.ep_group);
+    for (const auto& pair : stage.to_next) retired_groups_.push_back(pair);
+    create_groups(s, ".g" + std::to_string(generation_));
   }
-  if (ep_group_) {
-    retired_groups_.push_back(ep_group_);
-    ep_group_ = collectives_.create_group("prefill-ep" + suffix, ids);
+  for (std::int64_t s = 0; s < pp(); ++s) {
+    for (std::int64_t r = 0; r < tp(); ++r) gpu(s, r).builder = make_builder(stages_[static_cast<std::size_t>(s)], r);
   }
-  for (std::size_t r = 0; r < gpus_.size(); ++r) gpus_[r].builder = make_builder(static_cast<std::int64_t>(r));
   rt_.record("prefill-worker", "groups_rebuilt", {{"why", why}, {"generation", generation_}});
 }
 
@@ -105,6 +179,7 @@ void PrefillWorker::take_down(const std::string& cause) {
     if (!live_) return;
     live_ = false;
     const std::size_t requests = sched_->take_all().size();
+    unconfirmed_.clear();
     const std::int64_t dropped_blocks = kv_->drop_gpu_cached();
     rt_.record("prefill-worker", "taken_down",
                {{"cause", cause}, {"requests", requests}, {"kv_blocks_dropped", dropped_blocks}}, rt::Severity::warning);

@@ -6,9 +6,20 @@
 // step graph as rank r of the TP group (attention over heads / tp), joined every layer by all-reduces
 // (and, with EP, by the MoE all-to-alls).
 //
-// Layer-wise KV: a step that finishes prompts runs as `kv_layer_groups` graphs of consecutive layers,
-// each followed by a host callback, so on_kv_ready fires at the simulated time a group's layers have
-// written their KV and a transfer of those layers may start while later layers still compute.
+// Pipeline parallelism (SGLang's chunked PP for long prompts): with `pipeline_stages` = pp the GPUs are
+// pp TP groups of tp each, stage s on devices [s * tp, (s + 1) * tp) running its share of the layers
+// (engine/model/weight_footprint.h: pipeline_stages). A step's activations (hidden x tokens, BF16) go
+// from rank r of one stage to rank r of the next as a two-member send_recv collective (over NVLink
+// within a rack), in graphs of their own (so a fault that cuts a layer graph short never leaves a
+// peer waiting on a send it skipped). Stage s's KV lives on stage s's GPUs. Chunks overlap: once the first stage has handed a step on, the scheduler hears of it
+// and the next step starts there while later stages still run the last one. A step that finishes
+// prompts waits for every stage (the first token comes from the last), so a prompt's pipeline fills
+// and drains once: pp - 1 stage times at each end, priced by what runs, not by a formula.
+//
+// Layer-wise KV: a step that finishes prompts runs each stage's layers as `kv_layer_groups` graphs of
+// consecutive layers, each followed by a host callback, so on_kv_ready fires at the simulated time a
+// group's layers have written their KV (stage 0's first) and a transfer of those layers may start
+// while later layers still compute.
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -43,7 +54,9 @@ struct PrefillWorkerConfig {
   std::optional<std::uint64_t> activation_reserve_bytes;
   SchedulerConfig scheduler{.token_budget = 16'384, .max_running = 64, .chunk_tokens = 16'384, .draft_tokens = 0};
   std::string scheduling_policy = "fcfs";
-  std::int64_t kv_layer_groups = 4;  // graphs a finishing step is cut into (1: KV ready only at the end)
+  std::int64_t kv_layer_groups = 4;  // graphs a finishing step is cut into per stage (1: KV ready at its end)
+  // Pipeline stages: the devices are tp x pp, tp = devices / pp (1: one TP group, no pipeline).
+  std::int64_t pipeline_stages = 1;
   // Keep each request's KV after its first token until release_kv(): it is still being transferred.
   bool hold_kv_for_transfer = false;
   // After a failed step with every GPU healthy (a link or collective error), the step is retried on new
@@ -67,8 +80,9 @@ using PrefillFailureSink = std::function<void(const hal::HalError& error)>;
 class PrefillWorker {
  public:
   // Takes the weights and KV memory on every device: a model that does not fit is a HalError naming
-  // the device; a TP degree that does not divide the heads, or experts that do not spread evenly over
-  // the GPUs under EP, is std::invalid_argument.
+  // the device; a TP degree that does not divide the heads, experts that do not spread evenly over
+  // a stage's GPUs under EP, or pipeline stages that do not divide the devices or leave a stage
+  // without layers, is std::invalid_argument.
   PrefillWorker(rt::Runtime& rt, const ModelProfile& model, std::vector<hal::Device*> devices,
                 hal::Collectives& collectives, PrefillWorkerConfig cfg, PrefillDoneSink on_done,
                 KvReadySink on_kv_ready, PrefillRejectSink on_reject);
@@ -81,14 +95,17 @@ class PrefillWorker {
   // With hold_kv_for_transfer: the request's KV was sent (or given up on) and may be reused now.
   void release_kv(RequestId id);
 
-  std::int64_t tp() const { return static_cast<std::int64_t>(gpus_.size()); }
+  std::int64_t tp() const { return kernels_.tp(); }
+  std::int64_t pp() const { return static_cast<std::int64_t>(stages_.size()); }
   const RankScheduler& scheduler() const { return *sched_; }
   KvCacheManager& kv() { return *kv_; }
-  const WeightFootprint& weights() const { return weights_; }
-  // KV bytes each GPU holds per token: MLA's latent is one per token, so every TP rank keeps all of
-  // it; GQA's KV heads are split over the ranks.
-  std::uint64_t kv_bytes_per_token_per_gpu() const { return kv_per_gpu_token_; }
-  std::uint64_t kv_bytes_per_gpu() const { return kv_bytes_per_gpu_; }
+  // What each GPU of a stage holds; the layers it runs.
+  const WeightFootprint& weights(std::int64_t stage = 0) const { return stage_at(stage).weights; }
+  const PipelineStage& layers(std::int64_t stage = 0) const { return stage_at(stage).layers; }
+  // KV bytes each GPU of a stage holds per token, of its stage's layers only: MLA's latent is one per
+  // token, so every TP rank keeps all of it; GQA's KV heads are split over the ranks.
+  std::uint64_t kv_bytes_per_token_per_gpu(std::int64_t stage = 0) const { return stage_at(stage).kv_per_gpu_token; }
+  std::uint64_t kv_bytes_per_gpu(std::int64_t stage = 0) const { return stage_at(stage).kv_bytes_per_gpu; }
   std::uint64_t activation_reserve_bytes() const { return reserve_bytes_; }
   std::uint64_t steps() const { return steps_; }
 
@@ -114,11 +131,35 @@ class PrefillWorker {
     std::optional<hal::Buffer> kv;
     std::unique_ptr<StepGraphBuilder> builder;
   };
+  // One pipeline stage: a TP group (with EP, an EP group) of its own over gpus_[s * tp, (s + 1) * tp).
+  struct Stage {
+    PipelineStage layers;
+    WeightFootprint weights;
+    std::uint64_t kv_per_gpu_token = 0;
+    std::uint64_t kv_bytes_per_gpu = 0;
+    std::shared_ptr<hal::CommGroup> tp_group;
+    std::shared_ptr<hal::CommGroup> ep_group;
+    std::vector<std::shared_ptr<hal::CommGroup>> to_next;  // rank r and rank r of the next stage
+  };
+  const Stage& stage_at(std::int64_t s) const { return stages_.at(static_cast<std::size_t>(s)); }
+  Gpu& gpu(std::int64_t stage, std::int64_t rank) { return gpus_[static_cast<std::size_t>(stage * tp() + rank)]; }
   void loop();
   void launch_step(const StepPlan& plan);
-  std::unique_ptr<StepGraphBuilder> make_builder(std::int64_t rank) const;
-  // Launches the step on every GPU and waits for it; false (the step undone) on failure.
+  // Stage s's activations of `tokens` to the next stage: each rank's send graph, then the next stage's receives.
+  void hand_on(std::int64_t s, std::int64_t tokens);
+  std::unique_ptr<StepGraphBuilder> make_builder(const Stage& stage, std::int64_t rank) const;
+  // Stage s's TP, EP and hand-on groups, named after the stage (and the communicator generation).
+  void create_groups(std::int64_t s, const std::string& suffix);
+  // Launches the step and waits for what the next one needs: every GPU, or with pp > 1 and no prompt
+  // finishing, only the first stage's; false (the step undone) on failure.
   bool run_step(const StepPlan& plan);
+  // Waits for the later stages' work still running; false on failure.
+  bool drain();
+  // A failed step (or drain): undone, reported, and what later stages had not confirmed started again.
+  void step_failed(const StepPlan* plan, const hal::HalError& failure);
+  // Requests whose chunks the scheduler counted before the later stages ran them, started again from
+  // scratch after a failure (and the prefix cache dropped: it may hold those chunks' blocks).
+  void restart_unconfirmed();
   // After a failed step: waits for take_down(), or retries on new communicators.
   void await_repair();
   // New TP (and EP) communicators and step builders: the old ones were aborted with the fault.
@@ -133,17 +174,16 @@ class PrefillWorker {
   PrefillDoneSink on_done_;
   KvReadySink on_kv_ready_;
   PrefillRejectSink on_reject_;
-  WeightFootprint weights_;
   std::uint64_t kv_per_layer_token_ = 0;  // one copy, all of the request's KV of one layer per token
-  std::uint64_t kv_per_gpu_token_ = 0;
-  std::uint64_t kv_bytes_per_gpu_ = 0;
   std::uint64_t reserve_bytes_ = 0;
   LayerKernels kernels_;
   std::optional<ExpertPlacement> placement_;
   std::optional<MoeTraffic> traffic_;
-  std::shared_ptr<hal::CommGroup> tp_group_;
-  std::shared_ptr<hal::CommGroup> ep_group_;
-  std::vector<Gpu> gpus_;
+  std::vector<Stage> stages_;
+  std::vector<Gpu> gpus_;  // stage-major: stage s's rank r is gpus_[s * tp + r]
+  hal::SharedCollectiveOp send_, receive_;  // the last hand-on's parts, kept while its size stays
+  bool drained_ = true;                     // no stage runs work of a step the scheduler has counted
+  std::vector<RequestId> unconfirmed_;      // requests of steps counted before every stage ran them
   std::unique_ptr<KvCacheManager> kv_;
   std::unique_ptr<RankScheduler> sched_;
   RankBatch batch_;
