@@ -56,6 +56,7 @@ engine::PrefillWorkerConfig prefill_config(const ScenarioDeployment& dep, const 
   w.kv_dtype = hal::dtype_from_string(p.kv_dtype);
   w.block_tokens = dep.kv_block_tokens;
   w.expert_parallel = p.ep > 1;
+  w.pipeline_stages = p.pp;
   w.expert_skew = p.eplb.expert_skew;
   w.scheduler.token_budget = p.token_budget;
   w.scheduler.max_running = p.max_running;

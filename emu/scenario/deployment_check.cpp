@@ -41,8 +41,14 @@ void check_pool(const Scenario& s, const engine::ModelProfile& model, std::size_
   if (prefill) {
     // A prefill instance is one TP group per stage, its experts split by TP or spread by EP over that group.
     if (p.dp > 1) fail("dp", "data-parallel attention in a prefill pool (DEP prefill) is not modelled yet: use tp (and ep = tp)");
-    if (p.ep != 1 && p.ep != p.tp) fail("ep", "a prefill instance spreads its experts over each stage's TP group: ep must be 1 or tp (" + std::to_string(p.tp) + ")");
-    if (p.pp > 1) fail("pp", "pipeline-parallel prefill is not modelled yet");
+    if (p.ep != 1 && p.ep != p.tp) {
+      fail("ep", "a prefill instance spreads its experts over each stage's TP group: ep must be 1 or tp (" +
+                     std::to_string(p.tp) + ")");
+    }
+    if (p.pp > model.num_hidden_layers) {
+      fail("pp", std::to_string(p.pp) + " pipeline stages leave stages without any of " + model.name + "'s " +
+                     std::to_string(model.num_hidden_layers) + " layers");
+    }
     if (p.mtp_draft_tokens > 0) fail("mtp_draft_tokens", "a prefill instance ends each request at its first token: no decode step to draft for");
     if (p.two_batch_overlap) fail("two_batch_overlap", "two-batch overlap runs in decoding pools only");
     if (p.eplb.redundant_experts > 0 || p.eplb.interval_steps > 0) {

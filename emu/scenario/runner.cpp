@@ -279,8 +279,8 @@ RunReport run_once(const Scenario& sc, const RunControls& controls, std::vector<
   r.ttft = summarize(std::move(ttft));
   r.tpot = summarize(std::move(tpot));
   r.e2e = summarize(std::move(e2e));
-  r.routing["local"] = system.router().routed(engine::PrefillPath::local);
-  r.routing["prefill_worker"] = system.router().routed(engine::PrefillPath::prefill_worker);
+  r.routing["local"] = system.routed(engine::PrefillPath::local);
+  r.routing["prefill_worker"] = system.routed(engine::PrefillPath::prefill_worker);
   r.kv_transfer_bytes = system.transfer_bytes();
   r.kv_hits = sampler->kv_hits();
   r.links = sampler->link_use();

@@ -13,7 +13,8 @@
 
 namespace nvl::engine {
 
-inline constexpr std::size_t kMaxRanks = 128;
+// Two racks of DP ranks (EP144, EP256 over two NVL72s); a wider router needs a wider set.
+inline constexpr std::size_t kMaxRanks = 256;
 using RankSet = std::bitset<kMaxRanks>;
 
 struct RankMatch {

@@ -128,11 +128,7 @@ void PdSystem::add_decode_instance(rt::Runtime& rt, const ModelProfile& model, h
 void PdSystem::add_prefill_instance(rt::Runtime& rt, const ModelProfile& model, hal::Collectives& collectives,
                                     PrefillInstance p) {
   const std::size_t i = prefills_.size();
-  std::vector<hal::DeviceId> sources;
-  for (hal::Device* gpu : p.gpus) {
-    sources.push_back(gpu->id());
-    devices_[gpu->id()] = gpu;
-  }
+  for (hal::Device* gpu : p.gpus) devices_[gpu->id()] = gpu;
   p.worker.hold_kv_for_transfer = true;  // its KV is read by the transfer after the first token
   PrefillSlot& slot = prefills_.emplace_back();
   slot.gpus = p.gpus;
@@ -164,7 +160,13 @@ void PdSystem::add_prefill_instance(rt::Runtime& rt, const ModelProfile& model, 
   // Every instance listens on its own first GPU's host (instances sharing a host get their own ports).
   slot.address = hal::Address{p.gpus.front()->info().host, kPrefillPort + static_cast<std::uint32_t>(100 * i)};
   control_.listen(slot.address, [this, i](const proto::ControlMessage& m) { on_prefill(i, m); });
-  slot.transfer.emplace(*rdma_, std::move(sources), cfg_.transfer);
+  // Stage s's layers live on its tp GPUs, which push them.
+  const PrefillWorker& worker = *slot.worker;
+  for (std::int64_t stage = 0; stage < worker.pp(); ++stage) {
+    std::vector<hal::DeviceId> sources;
+    for (std::int64_t r = 0; r < worker.tp(); ++r) sources.push_back(p.gpus[static_cast<std::size_t>(stage * worker.tp() + r)]->id());
+    slot.transfers.emplace_back(*rdma_, std::move(sources), cfg_.transfer);
+  }
 }
 
 std::optional<std::int32_t> PdSystem::rank_of_gpu(hal::DeviceId gpu) const {
@@ -193,7 +195,9 @@ std::vector<hal::Device*> PdSystem::prefill_gpus() const {
 
 std::uint64_t PdSystem::transfer_bytes() const {
   std::uint64_t bytes = 0;
-  for (const PrefillSlot& p : prefills_) bytes += p.transfer ? p.transfer->bytes_moved() : 0;
+  for (const PrefillSlot& p : prefills_) {
+    for (const KvTransfer& t : p.transfers) bytes += t.bytes_moved();
+  }
   return bytes;
 }
 
@@ -378,6 +382,7 @@ void PdSystem::route(RequestState request) {
       path = PrefillPath::local;  // every prefill instance is down: the rank prefills it
     }
   }
+  ++routed_[static_cast<std::size_t>(path)];
   RequestTiming& t = timings_.at(id);
   t.path = path;
   t.rank = d->rank;
@@ -617,7 +622,11 @@ void PdSystem::on_kv_ready(RequestId id, std::int64_t layers_done, std::int64_t 
   ++m.pushes;
   const std::int32_t rank = m.rank;
   const std::size_t instance = m.prefill;
-  prefills_[instance].transfer->push(id, device_of(rank), bytes,
+  // The layer group lies in one pipeline stage: the one holding its first layer.
+  const PrefillWorker& worker = prefill(instance);
+  std::int64_t stage = 0;
+  while (stage + 1 < worker.pp() && worker.layers(stage).end_layer <= first_layer) ++stage;
+  prefills_[instance].transfers[static_cast<std::size_t>(stage)].push(id, device_of(rank), bytes,
                   [this, id, rank, instance, first_layer, layers_done, bytes](const hal::HalError* error, std::int64_t retries) {
                     const auto mit = moving_.find(id);
                     if (mit == moving_.end()) return;

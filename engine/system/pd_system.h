@@ -9,6 +9,7 @@
 // host network when there is one, directly otherwise. A request never disappears: when its KV cannot
 // be moved (on either path) it is prefilled on its DP rank instead; when a control message is lost it
 // fails with the reason.
+#include <array>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -125,6 +126,9 @@ class PdSystem {
   // The prefill instance whose GPUs hold `gpu` (nullopt: not a prefill GPU).
   std::optional<std::size_t> prefill_of_gpu(hal::DeviceId gpu) const;
   std::uint64_t transfer_bytes() const;
+  // Requests routed on each path as the router finally sent them (the Router counts its first guess,
+  // before a prefix fetch or a pool's role changes it).
+  std::uint64_t routed(PrefillPath path) const { return routed_[static_cast<std::size_t>(path)]; }
   std::size_t in_flight() const { return timings_.size(); }
   std::size_t pending() const { return pending_.size(); }
 
@@ -236,12 +240,13 @@ class PdSystem {
     std::unique_ptr<PrefillWorker> worker;
     std::vector<hal::Device*> gpus;
     hal::Address address;
-    std::optional<KvTransfer> transfer;
+    std::vector<KvTransfer> transfers;   // per pipeline stage: its layers' KV leaves from its GPUs
     hal::MemoryRegion region;            // on its first GPU: where a cached prefix is sent
     std::optional<std::string> down;     // declared dead: the fault
     std::int64_t outstanding_tokens = 0;  // prompt tokens the router sent it, not yet prefilled
   };
   std::vector<PrefillSlot> prefills_;
+  std::array<std::uint64_t, 2> routed_{};
   std::map<RequestId, std::pair<std::size_t, std::int64_t>> prefill_sent_;  // request -> (instance, tokens)
   hal::Rdma* rdma_ = nullptr;
   std::map<hal::DeviceId, hal::Device*> devices_;  // every GPU of the deployment
