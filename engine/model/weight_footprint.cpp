@@ -5,12 +5,6 @@
 
 namespace nvl::engine {
 
-namespace {
-std::uint64_t bytes_of(std::int64_t params, hal::DType d) {
-  return static_cast<std::uint64_t>(params) * static_cast<std::uint64_t>(hal::bits_of(d)) / 8;
-}
-}  // namespace
-
 WeightFootprint weight_footprint_per_gpu(const ModelProfile& m, const ParallelLayout& layout, const WeightDtypes& dt) {
   if (layout.tp < 1 || layout.dp < 1 || layout.ep < 1 || layout.redundant_experts < 0) {
     throw std::invalid_argument("parallel layout: tp, dp and ep must be at least 1, redundant experts not negative");
@@ -31,8 +25,7 @@ WeightFootprint weight_footprint_per_gpu(const ModelProfile& m, const ParallelLa
 
   WeightFootprint w;
   const std::int64_t tp = layout.tp;
-  const std::int64_t per_layer_attention = m.attention_params_per_layer() + m.indexer_params_per_layer();
-  w.attention_bytes = bytes_of(m.num_hidden_layers * per_layer_attention / tp, dt.attention);
+  w.attention_bytes = weight_bytes(m.all_layers_attention_params() / tp, dt.attention);
 
   // Under EP a GPU holds whole experts; without EP every expert is split tp ways.
   std::int64_t routed_per_layer;
@@ -43,16 +36,19 @@ WeightFootprint weight_footprint_per_gpu(const ModelProfile& m, const ParallelLa
     w.expert_slots = m.n_routed_experts;
     routed_per_layer = m.n_routed_experts * m.expert_params() / tp;
   }
-  w.routed_expert_bytes = bytes_of(m.moe_layers() * routed_per_layer, dt.experts);
-  w.shared_expert_bytes = bytes_of(m.moe_layers() * m.shared_expert_params() / tp, dt.experts) +
-                          bytes_of(m.moe_layers() * m.router_params(), hal::DType::bf16);
-  w.dense_ffn_bytes = bytes_of(m.first_k_dense_replace * m.dense_ffn_params() / tp, dt.dense);
-  w.embedding_bytes = bytes_of((m.embedding_params() + m.lm_head_params()) / tp, dt.embedding);
-  // Each MTP module is one MoE decoder layer plus the projection that joins the embedding and hidden state.
-  const std::uint64_t mtp_layer = bytes_of(per_layer_attention / tp, dt.attention) +
-                                  bytes_of(routed_per_layer + m.shared_expert_params() / tp, dt.experts) +
-                                  bytes_of(m.router_params(), hal::DType::bf16) +
-                                  bytes_of(m.mtp_extra_params() / tp, dt.dense);
+  w.routed_expert_bytes = weight_bytes(m.moe_layers() * routed_per_layer, dt.routed_experts);
+  w.shared_expert_bytes = weight_bytes(m.moe_layers() * m.shared_expert_params() / tp, dt.shared_experts) +
+                          weight_bytes(m.moe_layers() * m.router_params(), hal::DType::bf16);
+  w.dense_ffn_bytes = weight_bytes(m.first_k_dense_replace * m.dense_ffn_params() / tp, dt.dense);
+  w.embedding_bytes = weight_bytes((m.embedding_params() + m.lm_head_params()) / tp, dt.embedding);
+  // Each MTP module is one MoE decoder layer (with its own indexer under DSA) plus the projection that
+  // joins the embedding and hidden state.
+  const std::int64_t mtp_attention = m.attention_params_per_layer() + m.indexer_params_per_layer();
+  const std::uint64_t mtp_layer = weight_bytes(mtp_attention / tp, dt.attention) +
+                                  weight_bytes(routed_per_layer, dt.routed_experts) +
+                                  weight_bytes(m.shared_expert_params() / tp, dt.shared_experts) +
+                                  weight_bytes(m.router_params(), hal::DType::bf16) +
+                                  weight_bytes(m.mtp_extra_params() / tp, dt.dense);
   w.mtp_bytes = static_cast<std::uint64_t>(m.num_nextn_predict_layers) * mtp_layer;
   return w;
 }

@@ -134,7 +134,6 @@ class PrefillWorker {
   KvReadySink on_kv_ready_;
   PrefillRejectSink on_reject_;
   WeightFootprint weights_;
-  std::uint64_t kv_per_layer_token_ = 0;  // one copy, all of the request's KV of one layer per token
   std::uint64_t kv_per_gpu_token_ = 0;
   std::uint64_t kv_bytes_per_gpu_ = 0;
   std::uint64_t reserve_bytes_ = 0;
