@@ -146,6 +146,17 @@ TEST(NormalWorkerGroup, Nvfp4WeightsOnAGpuWithoutFp4AreAClearError) {
   }
 }
 
+TEST(NormalWorkerGroup, DraftTokensWithoutMtpModulesAreRejected) {
+  rt::VirtualRuntime rt;
+  emu::EmulatedCluster cluster(rt, "gb300", "gb300-nvl72", 8);
+  const ModelProfile model = load_model_profile(model_profile_path("kimi-k2.5"));
+  NormalGroupConfig cfg;
+  cfg.scheduler.draft_tokens = 1;
+  EXPECT_THROW(NormalWorkerGroup(rt, model, cluster.devices(0, 8), cluster.collectives(), cfg,
+                                 [](std::int32_t, const StepOutcome&) {}, [](std::int32_t, RequestId, const std::string&) {}),
+               std::invalid_argument);
+}
+
 TEST(NormalWorkerGroup, ExpertsThatDoNotSpreadEvenlyAreRejected) {
   rt::VirtualRuntime rt;
   emu::EmulatedCluster cluster(rt, "gb300", "gb300-nvl72", 72);
