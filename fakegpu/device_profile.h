@@ -35,6 +35,9 @@ struct DeviceProfile {
   EfficiencyTable efficiency;
 
   double peak(hal::DType d) const { return peak_flops_per_s[static_cast<std::size_t>(d)]; }
+  // Whether the device runs `d` on its tensor cores (FP4: Blackwell only); kernels of a dtype
+  // without a peak cannot be priced (CostModel throws).
+  bool has_peak(hal::DType d) const { return peak(d) > 0; }
 };
 
 // Reads the device file and the efficiency_<architecture>.json beside it.

@@ -46,7 +46,7 @@ void LayerKernels::gemm(const char* name, DType dt, std::int64_t tokens, std::in
                         std::vector<KernelDesc>& out) const {
   if (tokens <= 0) return;
   out.push_back(KernelDesc{KernelKind::gemm, dt, 2 * u64(tokens) * u64(in) * u64(out_dim),
-                           bytes_of(in * out_dim, dt) + u64(tokens * (in + out_dim) * kActivationBytes), name});
+                           weight_bytes(in * out_dim, dt) + u64(tokens * (in + out_dim) * kActivationBytes), name});
 }
 
 std::int64_t LayerKernels::attended_keys(const PrefillSpan& p) const {
@@ -85,7 +85,7 @@ LayerKernels::SpanSums LayerKernels::sums_of(const RankBatch& batch) const {
   return s;
 }
 
-void LayerKernels::attention(const RankBatch& batch, std::vector<KernelDesc>& out) const {
+void LayerKernels::attention(const RankBatch& batch, bool shares_indexer, std::vector<KernelDesc>& out) const {
   const SpanSums s = sums_of(batch);
   const std::int64_t n = s.tokens();
   if (n == 0) return;
@@ -93,13 +93,13 @@ void LayerKernels::attention(const RankBatch& batch, std::vector<KernelDesc>& ou
   out.push_back(KernelDesc{KernelKind::elementwise, DType::bf16, u64(8 * n * h), u64(4 * n * h * kActivationBytes),
                            "attn.norm"});
   if (model_.is_mla()) {
-    mla_attention(s, out);
+    mla_attention(s, shares_indexer, out);
   } else {
     gqa_attention(s, out);
   }
 }
 
-void LayerKernels::mla_attention(const SpanSums& s, std::vector<KernelDesc>& out) const {
+void LayerKernels::mla_attention(const SpanSums& s, bool shares_indexer, std::vector<KernelDesc>& out) const {
   const ModelProfile& m = model_;
   const DType wd = weights_.attention;
   const std::int64_t n = s.tokens();
@@ -110,7 +110,8 @@ void LayerKernels::mla_attention(const SpanSums& s, std::vector<KernelDesc>& out
   gemm("attn.q_a", wd, n, h, m.q_lora_rank, out);
   gemm("attn.q_b", wd, n, m.q_lora_rank, heads_ * qk, out);
   gemm("attn.kv_a", wd, n, h, latent, out);
-  if (dsa) dsa_indexer(s, out);
+  // A layer that shares the indexer attends to the top-k an earlier layer picked.
+  if (dsa && !shares_indexer) dsa_indexer(s, out);
 
   // Prefill: dense MLA expands the cached latent to per-head K and V (MHA form); DSA attends sparsely
   // over the latent in absorbed form, as decode does.
@@ -194,8 +195,8 @@ void LayerKernels::moe_gate_and_shared(std::int64_t tokens, std::vector<KernelDe
   gemm("moe.gate", DType::bf16, tokens, model_.hidden_size, model_.n_routed_experts, out);
   const std::int64_t inter = model_.n_shared_experts * model_.moe_intermediate_size / tp_;
   if (inter == 0) return;
-  gemm("moe.shared_up", weights_.experts, tokens, model_.hidden_size, 2 * inter, out);
-  gemm("moe.shared_down", weights_.experts, tokens, inter, model_.hidden_size, out);
+  gemm("moe.shared_up", weights_.shared_experts, tokens, model_.hidden_size, 2 * inter, out);
+  gemm("moe.shared_down", weights_.shared_experts, tokens, inter, model_.hidden_size, out);
 }
 
 void LayerKernels::routed_experts(std::int64_t expert_tokens, std::int64_t local_experts,
@@ -203,9 +204,11 @@ void LayerKernels::routed_experts(std::int64_t expert_tokens, std::int64_t local
   if (local_experts <= 0) return;
   const std::int64_t h = model_.hidden_size;
   const std::int64_t inter = model_.moe_intermediate_size;
-  // Every local expert's weights are read once per step, however few tokens it gets.
-  out.push_back(KernelDesc{KernelKind::moe_gemm, weights_.experts, 6 * u64(expert_tokens) * u64(h) * u64(inter),
-                           bytes_of(local_experts * 3 * h * inter, weights_.experts) +
+  // Every local expert's weights are read once per step, however few tokens it gets. The grouped GEMM
+  // runs in the weights' dtype (FP4 weights: FP4 tensor cores on activations quantized to match).
+  const DType dt = weights_.routed_experts;
+  out.push_back(KernelDesc{KernelKind::moe_gemm, dt, 6 * u64(expert_tokens) * u64(h) * u64(inter),
+                           weight_bytes(local_experts * 3 * h * inter, dt) +
                                u64(expert_tokens * (2 * h + 3 * inter) * kActivationBytes),
                            "moe.experts"});
 }

@@ -10,7 +10,7 @@
 #include "engine/exec/rank_batch.h"
 #include "engine/hal/kernel.h"
 #include "engine/model/model_profile.h"
-#include "engine/model/parallel_layout.h"
+#include "engine/model/weight_dtypes.h"
 
 namespace nvl::engine {
 
@@ -20,7 +20,9 @@ class LayerKernels {
   LayerKernels(const ModelProfile& model, std::int64_t tp, const WeightDtypes& weights, hal::DType kv_dtype);
 
   // One layer's attention: norm, projections, indexer (DSA), attention core, output projection.
-  void attention(const RankBatch& batch, std::vector<hal::KernelDesc>& out) const;
+  // `shares_indexer`: a layer that reuses an earlier one's top-k runs no indexer kernels (IndexShare,
+  // ModelProfile::index_share_layers).
+  void attention(const RankBatch& batch, bool shares_indexer, std::vector<hal::KernelDesc>& out) const;
   // One dense layer's FFN over `tokens`.
   void dense_ffn(std::int64_t tokens, std::vector<hal::KernelDesc>& out) const;
   // One MoE layer's gate and shared expert over `tokens` (the routed part is separate).
@@ -53,7 +55,7 @@ class LayerKernels {
     std::int64_t tokens() const { return prefill_tokens + decode_tokens; }
   };
   SpanSums sums_of(const RankBatch& batch) const;
-  void mla_attention(const SpanSums& s, std::vector<hal::KernelDesc>& out) const;
+  void mla_attention(const SpanSums& s, bool shares_indexer, std::vector<hal::KernelDesc>& out) const;
   void gqa_attention(const SpanSums& s, std::vector<hal::KernelDesc>& out) const;
   void dsa_indexer(const SpanSums& s, std::vector<hal::KernelDesc>& out) const;
   // Keys each query of the span attends to, summed over its queries (causal; DSA caps each at top-k).

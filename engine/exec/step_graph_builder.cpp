@@ -77,11 +77,11 @@ const hal::SharedKernels& StepGraphBuilder::kept(KeptKernels& k, std::int64_t fi
   return k.kernels;
 }
 
-hal::SharedKernels StepGraphBuilder::attention_kernels(const RankBatch& batch) const {
+hal::SharedKernels StepGraphBuilder::attention_kernels(const RankBatch& batch, bool shares_indexer) const {
   auto list = std::make_shared<std::vector<hal::KernelDesc>>();
   list->reserve(attention_size_);
-  kernels_.attention(batch, *list);
-  attention_size_ = list->size();
+  kernels_.attention(batch, shares_indexer, *list);
+  if (!shares_indexer) attention_size_ = list->size();
   return list;
 }
 
@@ -107,8 +107,20 @@ hal::Graph& StepGraphBuilder::body(std::shared_ptr<hal::Graph>& kept, const char
   return *kept;
 }
 
+std::shared_ptr<const hal::Graph> StepGraphBuilder::dense_layer(std::int64_t n, const hal::SharedKernels& attention,
+                                                                std::shared_ptr<hal::Graph>& into) const {
+  hal::Graph& layer = body(into, "dense_layer");
+  layer.reserve(4);  // attention, FFN and their all-reduces
+  add_list(layer, attention);
+  add_all_reduce(layer, attn_all_reduce_, n);
+  add_list(layer, kept(ffn_, n, 0, [&](auto& out) { kernels_.dense_ffn(n, out); }));
+  add_all_reduce(layer, ffn_all_reduce_, n);
+  return into;
+}
+
 std::shared_ptr<const hal::Graph> StepGraphBuilder::moe_layer(std::int64_t n, const hal::SharedKernels& attention,
-                                                              std::span<const std::int64_t> tokens_per_rank) const {
+                                                              std::span<const std::int64_t> tokens_per_rank,
+                                                              std::shared_ptr<hal::Graph>& into) const {
   const EpRouting* routing = opts_.ep_group ? &ep_routing(tokens_per_rank) : nullptr;
   std::int64_t expert_tokens = 0;
   std::int64_t local_experts = opts_.local_experts;
@@ -126,7 +138,7 @@ std::shared_ptr<const hal::Graph> StepGraphBuilder::moe_layer(std::int64_t n, co
   const auto& experts = kept(experts_, expert_tokens, local_experts,
                              [&](auto& out) { kernels_.routed_experts(expert_tokens, local_experts, out); });
 
-  hal::Graph& layer = body(moe_body_, "moe_layer");
+  hal::Graph& layer = body(into, "moe_layer");
   layer.reserve(7);  // three kernel lists and at most four collectives
   add_list(layer, attention);
   add_all_reduce(layer, attn_all_reduce_, n);
@@ -135,7 +147,7 @@ std::shared_ptr<const hal::Graph> StepGraphBuilder::moe_layer(std::int64_t n, co
   add_list(layer, experts);
   if (routing != nullptr) layer.add(hal::CollectiveCall{opts_.ep_group, opts_.rank, routing->combine});
   add_all_reduce(layer, moe_all_reduce_, n);
-  return moe_body_;
+  return into;
 }
 
 void StepGraphBuilder::add_head(hal::Graph& g, const RankBatch& batch) const {
@@ -145,11 +157,11 @@ void StepGraphBuilder::add_head(hal::Graph& g, const RankBatch& batch) const {
 
 hal::Graph StepGraphBuilder::build(const RankBatch& batch, std::span<const std::int64_t> tokens_per_rank) const {
   const ModelProfile& m = kernels_.model();
-  const hal::SharedKernels attention = attention_kernels(batch);
+  const hal::SharedKernels attention = attention_kernels(batch, false);
   hal::Graph g = main_layers(batch, attention, tokens_per_rank, 0, m.num_hidden_layers, true);
   if (opts_.mtp && m.num_nextn_predict_layers > 0) {
-    // The MTP module is one more MoE decoder layer over the batch, then its own head.
-    g.add_repeat(moe_layer(batch.tokens(), attention, tokens_per_rank),
+    // The MTP module is one more MoE decoder layer over the batch (its own indexer too), then its head.
+    g.add_repeat(moe_layer(batch.tokens(), attention, tokens_per_rank, moe_body_),
                  static_cast<std::size_t>(m.num_nextn_predict_layers));
     add_head(g, batch);
   }
@@ -158,7 +170,7 @@ hal::Graph StepGraphBuilder::build(const RankBatch& batch, std::span<const std::
 
 hal::Graph StepGraphBuilder::build_layers(const RankBatch& batch, std::span<const std::int64_t> tokens_per_rank,
                                           std::int64_t first_layer, std::int64_t end_layer, bool with_head) const {
-  return main_layers(batch, attention_kernels(batch), tokens_per_rank, first_layer, end_layer, with_head);
+  return main_layers(batch, attention_kernels(batch, false), tokens_per_rank, first_layer, end_layer, with_head);
 }
 
 hal::Graph StepGraphBuilder::main_layers(const RankBatch& batch, const hal::SharedKernels& attention,
@@ -173,20 +185,27 @@ hal::Graph StepGraphBuilder::main_layers(const RankBatch& batch, const hal::Shar
     throw std::invalid_argument("step graph: tokens_per_rank has no entry for rank " + std::to_string(opts_.rank));
   }
   hal::Graph g("step");
-  g.reserve(5);  // the dense and MoE repeats, the head, and the MTP repeat and its head after them
+  // The dense and MoE repeats (and those of their layers that share the indexer), the head, and the
+  // MTP repeat and its head after them.
+  g.reserve(7);
   const std::int64_t n = batch.tokens();
-  const std::int64_t dense = std::max<std::int64_t>(0, std::min(end_layer, m.first_k_dense_replace) - first_layer);
-  if (dense > 0 && n > 0) {
-    hal::Graph& layer = body(dense_body_, "dense_layer");
-    layer.reserve(4);  // attention, FFN and their all-reduces
-    add_list(layer, attention);
-    add_all_reduce(layer, attn_all_reduce_, n);
-    add_list(layer, kept(ffn_, n, 0, [&](auto& out) { kernels_.dense_ffn(n, out); }));
-    add_all_reduce(layer, ffn_all_reduce_, n);
-    g.add_repeat(dense_body_, static_cast<std::size_t>(dense));
+  const std::int64_t dense_end = std::min(end_layer, m.first_k_dense_replace);
+  const std::int64_t moe_first = std::max(first_layer, m.first_k_dense_replace);
+  const std::int64_t dense = std::max<std::int64_t>(0, dense_end - first_layer);
+  const std::int64_t moe = std::max<std::int64_t>(0, end_layer - moe_first);
+  const std::int64_t dense_shared = dense > 0 ? m.index_share_layers(first_layer, dense_end) : 0;
+  const std::int64_t moe_shared = moe > 0 ? m.index_share_layers(moe_first, end_layer) : 0;
+  const hal::SharedKernels shared =
+      dense_shared + moe_shared > 0 ? attention_kernels(batch, true) : hal::SharedKernels{};
+  const auto repeat = [&g](std::shared_ptr<const hal::Graph> layer, std::int64_t times) {
+    g.add_repeat(std::move(layer), static_cast<std::size_t>(times));
+  };
+  if (n > 0) {
+    if (dense > dense_shared) repeat(dense_layer(n, attention, dense_body_), dense - dense_shared);
+    if (dense_shared > 0) repeat(dense_layer(n, shared, dense_shared_body_), dense_shared);
   }
-  const std::int64_t moe = end_layer - std::max(first_layer, m.first_k_dense_replace);
-  if (moe > 0) g.add_repeat(moe_layer(n, attention, tokens_per_rank), static_cast<std::size_t>(moe));
+  if (moe > moe_shared) repeat(moe_layer(n, attention, tokens_per_rank, moe_body_), moe - moe_shared);
+  if (moe_shared > 0) repeat(moe_layer(n, shared, tokens_per_rank, moe_shared_body_), moe_shared);
   if (with_head) add_head(g, batch);
   return g;
 }

@@ -1,7 +1,9 @@
 #pragma once
 // Turns one rank's batch into the step graph its GPU launches: dense layers, the MoE layers as one
 // repeated body (attention, gate and shared expert, dispatch, routed experts, combine), the MTP
-// layer when drafting, and the head. Under DP attention + EP each rank attends over its own batch
+// layer when drafting, and the head. Under IndexShare the layers that share the indexer form repeats
+// of their own, after those that hold one: a step's time does not depend on the order of its layers,
+// and every rank orders them alike, so their collectives still pair up. Under DP attention + EP each rank attends over its own batch
 // and the EP all-to-alls join the ranks every layer; under TP the layer's outputs are all-reduced
 // over the TP group instead. Under TP + EP every rank holds the whole batch after the attention's
 // all-reduce and dispatches only its own slice of it (tokens_per_rank[rank]); one all-reduce after
@@ -62,17 +64,23 @@ class StepGraphBuilder {
   const EpRouting& ep_routing(std::span<const std::int64_t> tokens_per_rank) const;
   template <typename Fill>
   const hal::SharedKernels& kept(KeptKernels& k, std::int64_t first, std::int64_t second, Fill&& fill) const;
-  // The batch's attention kernels (the same in every layer).
-  hal::SharedKernels attention_kernels(const RankBatch& batch) const;
+  // The batch's attention kernels, the same in every layer that holds its indexer (or, with
+  // `shares_indexer`, in every layer that shares one).
+  hal::SharedKernels attention_kernels(const RankBatch& batch, bool shares_indexer) const;
   void add_all_reduce(hal::Graph& g, AllReduce& all_reduce, std::int64_t tokens) const;
+  // `attention`: the kernels of a layer that holds its indexer.
   hal::Graph main_layers(const RankBatch& batch, const hal::SharedKernels& attention,
                          std::span<const std::int64_t> tokens_per_rank, std::int64_t first_layer,
                          std::int64_t end_layer, bool with_head) const;
   // A layer body to fill: the last build's when no graph holds it any more (its room for nodes kept).
   hal::Graph& body(std::shared_ptr<hal::Graph>& kept, const char* name) const;
-  // One MoE layer over this rank's batch of `n` tokens.
+  // One dense layer over this rank's batch of `n` tokens, built into the body `into` (see body()).
+  std::shared_ptr<const hal::Graph> dense_layer(std::int64_t n, const hal::SharedKernels& attention,
+                                                std::shared_ptr<hal::Graph>& into) const;
+  // One MoE layer over this rank's batch of `n` tokens, built into the body `into`.
   std::shared_ptr<const hal::Graph> moe_layer(std::int64_t n, const hal::SharedKernels& attention,
-                                              std::span<const std::int64_t> tokens_per_rank) const;
+                                              std::span<const std::int64_t> tokens_per_rank,
+                                              std::shared_ptr<hal::Graph>& into) const;
   void add_head(hal::Graph& g, const RankBatch& batch) const;
 
   const LayerKernels& kernels_;
@@ -84,7 +92,8 @@ class StepGraphBuilder {
   mutable AllReduce ffn_all_reduce_{"ffn.all_reduce", nullptr};
   mutable AllReduce moe_all_reduce_{"moe.all_reduce", nullptr};
   mutable KeptKernels ffn_, gate_and_shared_, experts_, head_;
-  mutable std::shared_ptr<hal::Graph> dense_body_, moe_body_;
+  // Layer bodies; the *_shared_ ones for layers that share the indexer (IndexShare).
+  mutable std::shared_ptr<hal::Graph> dense_body_, moe_body_, dense_shared_body_, moe_shared_body_;
   mutable std::size_t attention_size_ = 0;  // the last batch's, to size the next list
 };
 

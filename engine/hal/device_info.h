@@ -29,6 +29,7 @@ struct DeviceInfo {
   std::array<double, kDTypeCount> peak_flops_per_s{};
 
   double peak(DType d) const { return peak_flops_per_s[static_cast<std::size_t>(d)]; }
+  bool has_peak(DType d) const { return peak(d) > 0; }
 };
 
 }  // namespace nvl::hal

@@ -1,5 +1,7 @@
 #include "engine/model/model_profile.h"
 
+#include <algorithm>
+
 #include "emu/rt/json_reader.h"
 
 namespace nvl::engine {
@@ -26,6 +28,20 @@ std::int64_t ModelProfile::indexer_params_per_layer() const {
   return q_lora_rank * index_n_heads * index_head_dim + hidden_size * index_head_dim + hidden_size * index_n_heads;
 }
 
+std::int64_t ModelProfile::indexer_layers(std::int64_t first, std::int64_t end) const {
+  if (attention != AttentionKind::mla_dsa || end <= first) return 0;
+  // Layers below `x` that hold one: all below the offset, then the last of every freq after it.
+  const auto below = [this](std::int64_t x) {
+    return std::min(x, index_skip_topk_offset) + std::max<std::int64_t>(0, x - index_skip_topk_offset) / index_topk_freq;
+  };
+  return below(end) - below(first);
+}
+
+std::int64_t ModelProfile::index_share_layers(std::int64_t first, std::int64_t end) const {
+  if (attention != AttentionKind::mla_dsa || end <= first) return 0;
+  return end - first - indexer_layers(first, end);
+}
+
 std::int64_t ModelProfile::expert_params() const { return 3 * hidden_size * moe_intermediate_size; }
 std::int64_t ModelProfile::shared_expert_params() const { return n_shared_experts * expert_params(); }
 std::int64_t ModelProfile::dense_ffn_params() const { return 3 * hidden_size * intermediate_size; }
@@ -34,18 +50,21 @@ std::int64_t ModelProfile::embedding_params() const { return vocab_size * hidden
 std::int64_t ModelProfile::lm_head_params() const { return vocab_size * hidden_size; }
 std::int64_t ModelProfile::mtp_extra_params() const { return 2 * hidden_size * hidden_size; }
 
+std::int64_t ModelProfile::all_layers_attention_params() const {
+  return num_hidden_layers * attention_params_per_layer() +
+         indexer_layers(0, num_hidden_layers) * indexer_params_per_layer();
+}
+
 std::int64_t ModelProfile::total_params() const {
-  const std::int64_t per_layer_attention = attention_params_per_layer() + indexer_params_per_layer();
   const std::int64_t moe = moe_layers() * (n_routed_experts * expert_params() + shared_expert_params() + router_params());
-  return num_hidden_layers * per_layer_attention + moe + first_k_dense_replace * dense_ffn_params() +
+  return all_layers_attention_params() + moe + first_k_dense_replace * dense_ffn_params() +
          embedding_params() + lm_head_params();
 }
 
 std::int64_t ModelProfile::active_params() const {
-  const std::int64_t per_layer_attention = attention_params_per_layer() + indexer_params_per_layer();
   const std::int64_t moe =
       moe_layers() * (num_experts_per_tok * expert_params() + shared_expert_params() + router_params());
-  return num_hidden_layers * per_layer_attention + moe + first_k_dense_replace * dense_ffn_params() +
+  return all_layers_attention_params() + moe + first_k_dense_replace * dense_ffn_params() +
          lm_head_params();
 }
 
@@ -95,6 +114,11 @@ ModelProfile load_model_profile(const std::filesystem::path& file) {
     m.index_head_dim = r.integer("index_head_dim", 1, 4096);
     m.index_topk = r.integer("index_topk", 1, 1 << 24);
     m.index_key_scale_bytes = static_cast<std::int64_t>(r.sourced("index_key_scale_bytes", rt::NumberRule::non_negative));
+    if (r.has("index_topk_freq")) m.index_topk_freq = r.integer("index_topk_freq", 1, m.num_hidden_layers);
+    if (m.index_topk_freq > 1 || r.has("index_skip_topk_offset")) {
+      // A shared layer reuses an earlier full one, so under IndexShare layer 0 must hold an indexer.
+      m.index_skip_topk_offset = r.integer("index_skip_topk_offset", m.index_topk_freq > 1 ? 1 : 0, m.num_hidden_layers);
+    }
   }
   m.n_routed_experts = r.integer("n_routed_experts", 1, 1 << 16);
   m.n_shared_experts = r.integer("n_shared_experts", 0, 64);
@@ -102,7 +126,7 @@ ModelProfile load_model_profile(const std::filesystem::path& file) {
   m.moe_intermediate_size = r.integer("moe_intermediate_size", 1, kMaxDim);
   m.intermediate_size = r.integer("intermediate_size", 1, kMaxDim);
   m.num_nextn_predict_layers = r.integer("num_nextn_predict_layers", 0, 8);
-  m.mtp_acceptance_rate = r.sourced("mtp_acceptance_rate", rt::NumberRule::fraction);
+  if (m.num_nextn_predict_layers > 0) m.mtp_acceptance_rate = r.sourced("mtp_acceptance_rate", rt::NumberRule::fraction);
   m.published_params_total = r.sourced("published_params_total", rt::NumberRule::positive);
   m.published_params_active = r.sourced("published_params_active", rt::NumberRule::positive);
   r.finish();

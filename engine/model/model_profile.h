@@ -32,6 +32,11 @@ struct ModelProfile {
   std::int64_t index_head_dim = 0;
   std::int64_t index_topk = 0;
   std::int64_t index_key_scale_bytes = 0;
+  // IndexShare (GLM-5.2): layers [0, index_skip_topk_offset) and then one in every index_topk_freq
+  // hold a full indexer; each other layer reuses the top-k of the last one that does, and holds no
+  // indexer weights, runs no indexer kernels and keeps no indexer keys. 1: every layer holds one.
+  std::int64_t index_topk_freq = 1;
+  std::int64_t index_skip_topk_offset = 0;
   // GQA
   std::int64_t num_key_value_heads = 0;
   std::int64_t head_dim = 0;
@@ -41,19 +46,24 @@ struct ModelProfile {
   std::int64_t num_experts_per_tok = 0;
   std::int64_t moe_intermediate_size = 0;
   std::int64_t intermediate_size = 0;
-  // MTP
+  // MTP (each module modelled with a full indexer under DSA, IndexShare or not)
   std::int64_t num_nextn_predict_layers = 0;
-  double mtp_acceptance_rate = 0;
+  double mtp_acceptance_rate = 0;  // 0 (and not in the file) without MTP modules
   // Published totals, to check the counts below against.
   double published_params_total = 0;
   double published_params_active = 0;
 
   std::int64_t moe_layers() const { return num_hidden_layers - first_k_dense_replace; }
   bool is_mla() const { return attention != AttentionKind::gqa; }
+  // Main layers in [first, end) that hold an indexer of their own; 0 without DSA.
+  std::int64_t indexer_layers(std::int64_t first, std::int64_t end) const;
+  // Main layers in [first, end) that reuse an earlier layer's top-k (IndexShare); 0 without DSA.
+  std::int64_t index_share_layers(std::int64_t first, std::int64_t end) const;
 
   // Parameter counts (elements, not bytes).
   std::int64_t attention_params_per_layer() const;  // projections, without the DSA indexer
-  std::int64_t indexer_params_per_layer() const;    // 0 unless mla_dsa
+  std::int64_t indexer_params_per_layer() const;    // a layer that holds one; 0 unless mla_dsa
+  std::int64_t all_layers_attention_params() const; // projections and indexers of every main layer
   std::int64_t expert_params() const;               // one routed expert (gate, up, down)
   std::int64_t shared_expert_params() const;        // all shared experts of one layer
   std::int64_t dense_ffn_params() const;            // one dense layer's FFN

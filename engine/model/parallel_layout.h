@@ -1,8 +1,9 @@
 #pragma once
-// How one worker splits a model over its GPUs, and the dtype of each part of the weights.
+// How one worker splits a model over its GPUs (and, from weight_dtypes.h, the dtype of each part of
+// the weights).
 #include <cstdint>
 
-#include "engine/hal/types.h"
+#include "engine/model/weight_dtypes.h"
 
 namespace nvl::engine {
 
@@ -13,13 +14,6 @@ struct ParallelLayout {
   std::int64_t redundant_experts = 0;  // extra routed-expert copies over the EP group (EPLB)
 
   std::int64_t gpus() const { return tp * dp; }
-};
-
-struct WeightDtypes {
-  hal::DType attention = hal::DType::fp8;
-  hal::DType experts = hal::DType::fp8;
-  hal::DType dense = hal::DType::fp8;
-  hal::DType embedding = hal::DType::bf16;  // embedding table and LM head
 };
 
 }  // namespace nvl::engine

@@ -1,14 +1,37 @@
 #pragma once
-// The weight formats a pool can run (deployment.pools[i].weights), as the dtype of each part.
+// The dtype of each part of a model's weights, chosen by the name a deployment gives it, the HBM
+// bytes weights of a dtype take, and whether a GPU can run them.
+#include <cstdint>
 #include <string_view>
 
-#include "engine/model/parallel_layout.h"
+#include "engine/hal/device_info.h"
+#include "engine/hal/types.h"
 
 namespace nvl::engine {
 
-// bf16: every part in BF16; fp8: block-scaled FP8 (as DeepGEMM), embedding and LM head in BF16;
-// nvfp4: the routed experts in NVFP4, the rest as fp8 (as the Blackwell recipes run). Anything else is
-// std::invalid_argument naming the allowed names.
+struct WeightDtypes {
+  hal::DType attention = hal::DType::fp8;  // projections and DSA indexer
+  hal::DType routed_experts = hal::DType::fp8;
+  hal::DType shared_experts = hal::DType::fp8;
+  hal::DType dense = hal::DType::fp8;       // dense FFN and the MTP modules' eh_proj
+  hal::DType embedding = hal::DType::bf16;  // embedding table and LM head
+};
+
+// "bf16": every matrix in BF16. "fp8": FP8 with block scales as DeepGEMM runs it, the embedding table
+// and LM head in BF16 (the default). "nvfp4": the routed experts in NVFP4 and the rest as "fp8", as
+// the Blackwell NVFP4 checkpoints hold them (e.g. nvidia/DeepSeek-R1-FP4). Anything else throws
+// std::invalid_argument naming the allowed values.
 WeightDtypes weight_dtypes_from_name(std::string_view name);
+
+// HBM bytes of `params` weights in `d`. FP4 weights are NVFP4: 4 bits each plus one FP8 (E4M3)
+// scale per block of 16 values, 4.5 bits a value (NVIDIA's NVFP4 format, "Introducing NVFP4 for
+// efficient and accurate low-precision inference"; group_size 16 in nvidia/GLM-5-NVFP4's
+// hf_quant_config.json; the one FP32 scale per tensor is left out). FP8's FP32 scale per 128x128
+// block (DeepGEMM) adds 0.02% and is left out too.
+std::uint64_t weight_bytes(std::int64_t params, hal::DType d);
+
+// Throws std::invalid_argument when `device` has no tensor-core peak for a dtype of `weights` (FP4
+// on Hopper): a deployment the GPU cannot run is refused up front, not failed step by step.
+void check_weight_dtypes(const WeightDtypes& weights, const hal::DeviceInfo& device);
 
 }  // namespace nvl::engine

@@ -6,12 +6,6 @@
 
 namespace nvl::engine {
 
-namespace {
-std::uint64_t bytes_of(std::int64_t params, hal::DType d) {
-  return static_cast<std::uint64_t>(params) * static_cast<std::uint64_t>(hal::bits_of(d)) / 8;
-}
-}  // namespace
-
 std::vector<PipelineStage> pipeline_stages(const ModelProfile& m, std::int64_t pp) {
   if (pp < 1 || pp > m.num_hidden_layers) {
     throw std::invalid_argument(m.name + ": " + std::to_string(pp) + " pipeline stages for " +
@@ -61,8 +55,11 @@ WeightFootprint weight_footprint_per_gpu(const ModelProfile& m, const ParallelLa
 
   WeightFootprint w;
   const std::int64_t tp = layout.tp;
-  const std::int64_t per_layer_attention = m.attention_params_per_layer() + m.indexer_params_per_layer();
-  w.attention_bytes = bytes_of(layers * per_layer_attention / tp, dt.attention);
+  // Projections of every layer of the stage; a DSA indexer only on the layers that hold one (IndexShare).
+  w.attention_bytes = weight_bytes((layers * m.attention_params_per_layer() +
+                                    m.indexer_layers(stage.first_layer, stage.end_layer) * m.indexer_params_per_layer()) /
+                                       tp,
+                                   dt.attention);
 
   // Under EP a GPU holds whole experts; without EP every expert is split tp ways.
   std::int64_t routed_per_layer;
@@ -73,17 +70,20 @@ WeightFootprint weight_footprint_per_gpu(const ModelProfile& m, const ParallelLa
     w.expert_slots = m.n_routed_experts;
     routed_per_layer = m.n_routed_experts * m.expert_params() / tp;
   }
-  w.routed_expert_bytes = bytes_of(moe_layers * routed_per_layer, dt.experts);
-  w.shared_expert_bytes = bytes_of(moe_layers * m.shared_expert_params() / tp, dt.experts) +
-                          bytes_of(moe_layers * m.router_params(), hal::DType::bf16);
-  w.dense_ffn_bytes = bytes_of(dense_layers * m.dense_ffn_params() / tp, dt.dense);
+  w.routed_expert_bytes = weight_bytes(moe_layers * routed_per_layer, dt.routed_experts);
+  w.shared_expert_bytes = weight_bytes(moe_layers * m.shared_expert_params() / tp, dt.shared_experts) +
+                          weight_bytes(moe_layers * m.router_params(), hal::DType::bf16);
+  w.dense_ffn_bytes = weight_bytes(dense_layers * m.dense_ffn_params() / tp, dt.dense);
   w.embedding_bytes =
-      bytes_of(((stage.first ? m.embedding_params() : 0) + (stage.last ? m.lm_head_params() : 0)) / tp, dt.embedding);
-  // Each MTP module is one MoE decoder layer plus the projection that joins the embedding and hidden state.
-  const std::uint64_t mtp_layer = bytes_of(per_layer_attention / tp, dt.attention) +
-                                  bytes_of(routed_per_layer + m.shared_expert_params() / tp, dt.experts) +
-                                  bytes_of(m.router_params(), hal::DType::bf16) +
-                                  bytes_of(m.mtp_extra_params() / tp, dt.dense);
+      weight_bytes(((stage.first ? m.embedding_params() : 0) + (stage.last ? m.lm_head_params() : 0)) / tp, dt.embedding);
+  // Each MTP module is one MoE decoder layer (with its own indexer under DSA) plus the projection that
+  // joins the embedding and hidden state.
+  const std::int64_t mtp_attention = m.attention_params_per_layer() + m.indexer_params_per_layer();
+  const std::uint64_t mtp_layer = weight_bytes(mtp_attention / tp, dt.attention) +
+                                  weight_bytes(routed_per_layer, dt.routed_experts) +
+                                  weight_bytes(m.shared_expert_params() / tp, dt.shared_experts) +
+                                  weight_bytes(m.router_params(), hal::DType::bf16) +
+                                  weight_bytes(m.mtp_extra_params() / tp, dt.dense);
   w.mtp_bytes = stage.last ? static_cast<std::uint64_t>(m.num_nextn_predict_layers) * mtp_layer : 0;
   return w;
 }

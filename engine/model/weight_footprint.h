@@ -6,6 +6,7 @@
 
 #include "engine/model/model_profile.h"
 #include "engine/model/parallel_layout.h"
+#include "engine/model/weight_dtypes.h"
 
 namespace nvl::engine {
 

@@ -13,6 +13,7 @@
 #include "engine/model/activation_reserve.h"
 #include "engine/model/kv_budget.h"
 #include "engine/model/kv_footprint.h"
+#include "engine/model/weight_dtypes.h"
 
 namespace nvl::engine {
 
@@ -32,6 +33,10 @@ NormalWorkerGroup::NormalWorkerGroup(rt::Runtime& rt, const ModelProfile& model,
   work_.mark_idle_point();
   const auto n = static_cast<std::int64_t>(devices.size());
   if (n < 1) throw std::invalid_argument("normal worker group: needs at least one GPU");
+  for (const hal::Device* d : devices) check_weight_dtypes(cfg_.weights, d->info());
+  if (cfg_.scheduler.draft_tokens > 0 && model.num_nextn_predict_layers == 0) {
+    throw std::invalid_argument("normal worker group: draft tokens need MTP modules, and " + model.name + " has none");
+  }
   const ParallelLayout layout{.tp = 1, .dp = n, .ep = n, .redundant_experts = cfg_.redundant_experts};
   weights_ = weight_footprint_per_gpu(model, layout, cfg_.weights);
   block_bytes_ = kv_bytes_per_token(model, cfg_.kv_dtype, true).total() * static_cast<std::uint64_t>(cfg_.block_tokens);

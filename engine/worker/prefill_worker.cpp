@@ -6,6 +6,7 @@
 #include "engine/model/activation_reserve.h"
 #include "engine/model/kv_budget.h"
 #include "engine/model/kv_footprint.h"
+#include "engine/model/weight_dtypes.h"
 
 namespace nvl::engine {
 
@@ -46,11 +47,10 @@ PrefillWorker::PrefillWorker(rt::Runtime& rt, const ModelProfile& model, std::ve
   const std::int64_t tp = kernels_.tp();
   if (cfg_.kv_layer_groups < 1) throw std::invalid_argument("prefill worker: kv_layer_groups must be at least 1");
   if (cfg_.scheduler.draft_tokens != 0) throw std::invalid_argument("prefill worker: a prefill step drafts no MTP tokens");
+  for (const hal::Device* d : devices) check_weight_dtypes(cfg_.weights, d->info());
   const bool ep = cfg_.expert_parallel && tp > 1;
   const ParallelLayout layout{.tp = tp, .dp = 1, .ep = ep ? tp : 1};
 
-  const KvBytesPerToken kv = kv_bytes_per_token(model, cfg_.kv_dtype);
-  kv_per_layer_token_ = kv.per_layer();
   // MLA keeps one latent per token that every head reads, so each TP rank holds all of it (the reason
   // SGLang runs DeepSeek attention data-parallel); GQA's KV heads split over the ranks when tp divides them.
   const bool split = !model.is_mla() && model.num_key_value_heads % tp == 0;
@@ -58,8 +58,8 @@ PrefillWorker::PrefillWorker(rt::Runtime& rt, const ModelProfile& model, std::ve
     Stage& stage = stages_.emplace_back();
     stage.layers = layers;
     stage.weights = weight_footprint_per_gpu(model, layout, cfg_.weights, layers);
-    // A stage keeps the KV of its own layers only.
-    const std::uint64_t per_token = kv.per_layer() * static_cast<std::uint64_t>(layers.end_layer - layers.first_layer);
+    // A stage keeps the KV of its own layers only (IndexShare layers hold no indexer keys).
+    const std::uint64_t per_token = kv_bytes_per_token_of_layers(model, cfg_.kv_dtype, layers.first_layer, layers.end_layer).total();
     stage.kv_per_gpu_token = split ? per_token / static_cast<std::uint64_t>(tp) : per_token;
   }
   reserve_bytes_ = cfg_.activation_reserve_bytes.value_or(
@@ -198,11 +198,12 @@ void PrefillWorker::launch_step(const StepPlan& plan) {
       if (finishing.empty()) continue;
       // The group's collectives align the stage's ranks, so its rank 0's stream tells when every
       // rank's layers are done.
-      gpu(s, 0).stream->add_callback([this, finishing, end, layers](const hal::HalError* error) {
+      // Layers that share a DSA indexer (IndexShare) store no indexer keys: count the bytes per layer.
+      const std::uint64_t kv_per_token = kv_bytes_per_token_of_layers(model_, cfg_.kv_dtype, 0, end).total();
+      gpu(s, 0).stream->add_callback([this, finishing, end, layers, kv_per_token](const hal::HalError* error) {
         if (error != nullptr || crashed_) return;  // the step failed (or its process died): it is undone
         for (const Finishing& f : finishing) {
-          on_kv_ready_(f.id, end, layers,
-                       static_cast<std::uint64_t>(f.prompt_tokens) * kv_per_layer_token_ * static_cast<std::uint64_t>(end));
+          on_kv_ready_(f.id, end, layers, static_cast<std::uint64_t>(f.prompt_tokens) * kv_per_token);
         }
       });
     }

@@ -174,7 +174,6 @@ class PrefillWorker {
   PrefillDoneSink on_done_;
   KvReadySink on_kv_ready_;
   PrefillRejectSink on_reject_;
-  std::uint64_t kv_per_layer_token_ = 0;  // one copy, all of the request's KV of one layer per token
   std::uint64_t reserve_bytes_ = 0;
   LayerKernels kernels_;
   std::optional<ExpertPlacement> placement_;

@@ -29,7 +29,7 @@ std::uint64_t flops_of_kinds(const std::vector<KernelDesc>& ks, std::initializer
 
 // A forward pass costs about 2 FLOPs per active parameter per token in its matrix products.
 TEST(LayerKernels, MatmulFlopsOfAWholeForwardAreTwicePerActiveParameter) {
-  for (const char* name : {"deepseek-v3", "glm-5", "glm-4.5"}) {
+  for (const char* name : {"deepseek-v3", "deepseek-r1", "kimi-k2.5", "glm-5", "glm-5.2", "glm-4.5"}) {
     const ModelProfile m = load(name);
     const LayerKernels lk(m, 1, WeightDtypes{}, hal::DType::fp8);
     constexpr std::int64_t n = 1000;
@@ -37,7 +37,7 @@ TEST(LayerKernels, MatmulFlopsOfAWholeForwardAreTwicePerActiveParameter) {
     batch.prefills.push_back(PrefillSpan{0, n, true});
     std::vector<KernelDesc> ks;
     for (std::int64_t l = 0; l < m.num_hidden_layers; ++l) {
-      lk.attention(batch, ks);
+      lk.attention(batch, m.index_share_layers(l, l + 1) > 0, ks);
       if (l < m.first_k_dense_replace) {
         lk.dense_ffn(n, ks);
       } else {
@@ -61,7 +61,7 @@ TEST(LayerKernels, DecodeReadsEachSequencesKvOnce) {
   batch.decodes.push_back(DecodeSpan{2000, 1});
   batch.decodes.push_back(DecodeSpan{500, 1});
   std::vector<KernelDesc> ks;
-  lk.attention(batch, ks);
+  lk.attention(batch, false, ks);
   const KernelDesc* core = find(ks, "attn.decode");
   ASSERT_NE(core, nullptr);
   // 576 FP8 bytes of latent per cached token (REFERENCE.md §2: 35,136 B / 61 layers), plus the new token.
@@ -79,7 +79,7 @@ TEST(LayerKernels, SparseAttentionIsCappedAtTopKButTheIndexerIsNot) {
     RankBatch batch;
     batch.decodes.push_back(DecodeSpan{context, 1});
     std::vector<KernelDesc> ks;
-    lk.attention(batch, ks);
+    lk.attention(batch, false, ks);
     return ks;
   };
   const auto a = kernels_at(10'000);
@@ -98,7 +98,7 @@ TEST(LayerKernels, SparsePrefillReadsEachCachedKeyAtMostOncePerChunk) {
   RankBatch batch;
   batch.prefills.push_back(PrefillSpan{60'000, 4'096, true});
   std::vector<KernelDesc> ks;
-  lk.attention(batch, ks);
+  lk.attention(batch, false, ks);
   const KernelDesc* core = find(ks, "attn.sparse");
   ASSERT_NE(core, nullptr);
   const std::uint64_t latent = 64'096ULL * 576;  // FP8 latent of every key of the sequence
@@ -110,7 +110,7 @@ TEST(LayerKernels, SparsePrefillReadsEachCachedKeyAtMostOncePerChunk) {
   RankBatch first;
   first.prefills.push_back(PrefillSpan{0, 4, true});
   ks.clear();
-  lk.attention(first, ks);
+  lk.attention(first, false, ks);
   EXPECT_EQ(find(ks, "attn.sparse")->bytes, 4ULL * 576 + 4ULL * (64 / 8) * 576 * 2);
 }
 
@@ -121,7 +121,7 @@ TEST(LayerKernels, CausalPrefillCountsATriangleOfKeys) {
   batch.prefills.push_back(PrefillSpan{0, 4, true});  // 1 + 2 + 3 + 4 = 10 query-key pairs
   batch.prefills.push_back(PrefillSpan{6, 2, true});  // 7 + 8 = 15
   std::vector<KernelDesc> ks;
-  lk.attention(batch, ks);
+  lk.attention(batch, false, ks);
   const KernelDesc* core = find(ks, "attn.prefill");
   ASSERT_NE(core, nullptr);
   EXPECT_EQ(core->flops, 2ULL * 25 * (128 / 8) * (192 + 128));
@@ -132,7 +132,7 @@ TEST(LayerKernels, EmptyBatchLaunchesNoAttention) {
   const ModelProfile m = load("glm-5");
   const LayerKernels lk(m, 1, WeightDtypes{}, hal::DType::fp8);
   std::vector<KernelDesc> ks;
-  lk.attention(RankBatch{}, ks);
+  lk.attention(RankBatch{}, false, ks);
   lk.head(0, ks);
   EXPECT_TRUE(ks.empty());
 }

@@ -1,6 +1,7 @@
 // The normal worker group on an emulated GB300 rack slice: requests complete with every token,
 // ranks step together, KV returns to its start after drain, and bad deployments are clear errors.
 #include <map>
+#include <utility>
 
 #include <gtest/gtest.h>
 
@@ -104,6 +105,56 @@ TEST(NormalWorkerGroup, AModelThatDoesNotFitIsAClearError) {
     EXPECT_NE(msg.find("device 0"), std::string::npos) << msg;
     EXPECT_NE(msg.find("free"), std::string::npos) << msg;
   }
+}
+
+// The second wave's models and NVFP4 weights run end to end: IndexShare's own layer bodies pair
+// their all-to-alls across the ranks, and the FP4 expert GEMMs are priced on B300.
+TEST(NormalWorkerGroup, EveryModelAndWeightDtypeServesItsRequests) {
+  for (const auto& [name, weights] : {std::pair{"glm-5.2", "nvfp4"}, {"kimi-k2.5", "fp8"}, {"deepseek-r1", "nvfp4"}}) {
+    rt::VirtualRuntime rt;
+    emu::EmulatedCluster cluster(rt, "gb300", "gb300-nvl72", 8);
+    const ModelProfile model = load_model_profile(model_profile_path(name));
+    NormalGroupConfig cfg;
+    cfg.weights = weight_dtypes_from_name(weights);
+    cfg.activation_reserve_bytes = 20'000'000'000;
+    std::map<RequestId, std::int64_t> tokens;
+    NormalWorkerGroup group(
+        rt, model, cluster.devices(0, 8), cluster.collectives(), cfg,
+        [&](std::int32_t, const StepOutcome& o) { tokens[o.id] += o.new_output_tokens; },
+        [](std::int32_t, RequestId id, const std::string& why) { ADD_FAILURE() << "rejected " << id << ": " << why; });
+    group.start();
+    for (RequestId id = 1; id <= 8; ++id) group.submit(static_cast<std::int32_t>(id - 1), request(id, 3'000, 10));
+    rt.run();
+    for (RequestId id = 1; id <= 8; ++id) EXPECT_EQ(tokens[id], 10) << name << " " << weights << " request " << id;
+  }
+}
+
+TEST(NormalWorkerGroup, Nvfp4WeightsOnAGpuWithoutFp4AreAClearError) {
+  rt::VirtualRuntime rt;
+  emu::EmulatedCluster cluster(rt, "h100", "hgx-h100", 8);
+  const ModelProfile model = load_model_profile(model_profile_path("glm-5"));
+  NormalGroupConfig cfg;
+  cfg.weights = weight_dtypes_from_name("nvfp4");
+  try {
+    NormalWorkerGroup group(rt, model, cluster.devices(0, 8), cluster.collectives(), cfg,
+                            [](std::int32_t, const StepOutcome&) {}, [](std::int32_t, RequestId, const std::string&) {});
+    FAIL() << "NVFP4 on H100 should be refused";
+  } catch (const std::invalid_argument& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("fp4"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("H100"), std::string::npos) << msg;
+  }
+}
+
+TEST(NormalWorkerGroup, DraftTokensWithoutMtpModulesAreRejected) {
+  rt::VirtualRuntime rt;
+  emu::EmulatedCluster cluster(rt, "gb300", "gb300-nvl72", 8);
+  const ModelProfile model = load_model_profile(model_profile_path("kimi-k2.5"));
+  NormalGroupConfig cfg;
+  cfg.scheduler.draft_tokens = 1;
+  EXPECT_THROW(NormalWorkerGroup(rt, model, cluster.devices(0, 8), cluster.collectives(), cfg,
+                                 [](std::int32_t, const StepOutcome&) {}, [](std::int32_t, RequestId, const std::string&) {}),
+               std::invalid_argument);
 }
 
 TEST(NormalWorkerGroup, ExpertsThatDoNotSpreadEvenlyAreRejected) {

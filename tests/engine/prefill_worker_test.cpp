@@ -34,10 +34,11 @@ struct PrefillRun {
   std::uint64_t steps = 0;
 };
 
-PrefillRun prefill(const std::string& gpu, const std::string& fabric, PrefillWorkerConfig cfg, std::vector<std::int64_t> prompts) {
+PrefillRun prefill(const std::string& gpu, const std::string& fabric, PrefillWorkerConfig cfg, std::vector<std::int64_t> prompts,
+                   const std::string& model_name = "deepseek-v3") {
   rt::VirtualRuntime rt;
   emu::EmulatedCluster cluster(rt, gpu, fabric, 8);
-  const ModelProfile model = load_model_profile(model_profile_path("deepseek-v3"));
+  const ModelProfile model = load_model_profile(model_profile_path(model_name));
   PrefillRun run;
   PrefillWorker worker(
       rt, model, cluster.devices(0, 8), cluster.collectives(), cfg,
@@ -88,6 +89,17 @@ TEST(PrefillWorker, ChunkedPrefillFinishesAtTheFirstTokenWithLayerWiseKv) {
   EXPECT_NEAR(g2 / g3, 1.0, 0.01);
   const double chunk = (run.ready[3].at - run.ready[0].at).seconds() + g2;  // about the whole final chunk
   EXPECT_LT((run.done[0].second - run.ready[0].at).seconds(), 0.85 * chunk);
+}
+
+TEST(PrefillWorker, IndexShareLayersWriteNoIndexerKeys) {
+  const PrefillRun run = prefill("gb300", "gb300-nvl72", PrefillWorkerConfig{}, {4'000}, "glm-5.2");
+  // GLM-5.2's 78 layers in 4 groups end at layers 19, 39, 58, 78, holding 7, 12, 16 and 21 indexers
+  // (0, 1, 2, then 6, 10, ...). FP8: 576 B of latent a layer, 132 B of indexer key an indexer:
+  // 19 x 576 + 7 x 132 = 11,868; 39 x 576 + 12 x 132 = 24,048; 58 x 576 + 16 x 132 = 35,520;
+  // 78 x 576 + 21 x 132 = 47,700 B per token.
+  ASSERT_EQ(run.ready.size(), 4u);
+  const std::uint64_t per_token[] = {11'868, 24'048, 35'520, 47'700};
+  for (std::size_t i = 0; i < 4; ++i) EXPECT_EQ(run.ready[i].bytes, 4'000 * per_token[i]) << i;
 }
 
 TEST(PrefillWorker, PrefillTimeFollowsTheComputeRoofline) {

@@ -68,7 +68,7 @@ TEST_F(StepGraphBuilderTest, AStepHoldsEveryLayersKernelsAndTwoAllToAllsPerMoeLa
   const std::vector<std::int64_t> tokens{8, 8, 5, 0};
   const hal::Graph g = builder.build(batch, tokens);
   std::vector<hal::KernelDesc> attention, ffn, gate, experts, head;
-  kernels.attention(batch, attention);
+  kernels.attention(batch, false, attention);
   kernels.dense_ffn(8, ffn);
   kernels.moe_gate_and_shared(8, gate);
   kernels.routed_experts(traffic.expert_tokens(1, tokens), 64, experts);
