@@ -67,6 +67,7 @@ nlohmann::json to_json(const RunReport& r) {
   for (const auto& c : r.checks) checks[c.name] = {{"pass", c.result.pass}, {"detail", c.result.detail}};
   j["checks"] = checks;
   j["faults"] = r.faults;
+  j["pools"] = r.pools;
   j["timeline"] = {{"interval_s", r.timeline.interval_s}, {"samples", r.timeline.samples()}};
   if (r.trace) {
     const TraceSummary s = r.trace->summary();

@@ -70,6 +70,8 @@ struct RunReport {
   std::vector<NamedCheck> checks;
   Timeline timeline;
   nlohmann::json faults = nlohmann::json::array();  // the fault timeline (emu/faults/fault_timeline.h)
+  // One entry per pool instance: {pool, role, instance, gpus, steps, and routed (decoding) or prefilled}.
+  nlohmann::json pools = nlohmann::json::array();
   std::shared_ptr<const TraceRecorder> trace;  // null when outputs.trace is off
 
   double speedup() const { return wall_time_s > 0 ? sim_time_s / wall_time_s : 0; }

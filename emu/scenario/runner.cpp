@@ -81,6 +81,26 @@ ArrivalOptions arrival_options(const Scenario& sc) {
   return a;
 }
 
+// What each pool instance did, in the pools' order (the system numbers its instances the same way).
+nlohmann::json pool_figures(const ScenarioDeployment& dep, engine::PdSystem& system) {
+  nlohmann::json out = nlohmann::json::array();
+  std::size_t decoding = 0, prefill = 0;
+  for (const ScenarioPool& p : dep.pools) {
+    for (std::size_t i = 0; i < p.instance_gpus.size(); ++i) {
+      nlohmann::json e{{"pool", p.name}, {"role", p.role}, {"instance", i}, {"gpus", p.instance_gpus[i]}};
+      if (p.decodes()) {
+        e["steps"] = system.decode_instance(decoding).steps();
+        e["routed"] = system.routed_to_instance(decoding++);
+      } else {
+        e["steps"] = system.prefill(prefill).steps();
+        e["prefilled"] = system.prefilled_by(prefill++);
+      }
+      out.push_back(std::move(e));
+    }
+  }
+  return out;
+}
+
 // Blocks held by requests in every KV pool, and bytes allocated in every memory of the fleet.
 ResourceSnapshot snapshot(Deployment& d) {
   ResourceSnapshot s;
@@ -282,6 +302,7 @@ RunReport run_once(const Scenario& sc, const RunControls& controls, std::vector<
   r.routing["local"] = system.routed(engine::PrefillPath::local);
   r.routing["prefill_worker"] = system.routed(engine::PrefillPath::prefill_worker);
   r.kv_transfer_bytes = system.transfer_bytes();
+  r.pools = pool_figures(sc.deployment, system);
   r.kv_hits = sampler->kv_hits();
   r.links = sampler->link_use();
 

@@ -110,6 +110,7 @@ void PdSystem::add_decode_instance(rt::Runtime& rt, const ModelProfile& model, h
       }));
   NormalWorkerGroup& group = *groups_.back();
   first_rank_.push_back(base);
+  routed_to_instance_.push_back(0);
   for (std::int32_t local = 0; local < group.ranks(); ++local) {
     const std::int32_t r = base + local;
     slots_.push_back(RankSlot{.group = g, .local = local, .local_prefill = d.local_prefill});
@@ -135,6 +136,7 @@ void PdSystem::add_prefill_instance(rt::Runtime& rt, const ModelProfile& model, 
   slot.worker = std::make_unique<PrefillWorker>(
       rt, model, p.gpus, collectives, p.worker,
       [this, i](const StepOutcome& o) {
+        ++prefills_[i].prefilled;
         forget_prefill(o.id);
         const auto it = timings_.find(o.id);
         if (it != timings_.end()) it->second.prefill_done = rt_.now();
@@ -383,6 +385,7 @@ void PdSystem::route(RequestState request) {
     }
   }
   ++routed_[static_cast<std::size_t>(path)];
+  ++routed_to_instance_[slot(d->rank).group];
   RequestTiming& t = timings_.at(id);
   t.path = path;
   t.rank = d->rank;

@@ -129,6 +129,9 @@ class PdSystem {
   // Requests routed on each path as the router finally sent them (the Router counts its first guess,
   // before a prefix fetch or a pool's role changes it).
   std::uint64_t routed(PrefillPath path) const { return routed_[static_cast<std::size_t>(path)]; }
+  // Requests the router sent to each decoding instance, and prompts each prefill instance prefilled.
+  std::uint64_t routed_to_instance(std::size_t instance) const { return routed_to_instance_.at(instance); }
+  std::uint64_t prefilled_by(std::size_t instance) const { return prefills_.at(instance).prefilled; }
   std::size_t in_flight() const { return timings_.size(); }
   std::size_t pending() const { return pending_.size(); }
 
@@ -244,9 +247,11 @@ class PdSystem {
     hal::MemoryRegion region;            // on its first GPU: where a cached prefix is sent
     std::optional<std::string> down;     // declared dead: the fault
     std::int64_t outstanding_tokens = 0;  // prompt tokens the router sent it, not yet prefilled
+    std::uint64_t prefilled = 0;          // prompts it finished
   };
   std::vector<PrefillSlot> prefills_;
   std::array<std::uint64_t, 2> routed_{};
+  std::vector<std::uint64_t> routed_to_instance_;
   std::map<RequestId, std::pair<std::size_t, std::int64_t>> prefill_sent_;  // request -> (instance, tokens)
   hal::Rdma* rdma_ = nullptr;
   std::map<hal::DeviceId, hal::Device*> devices_;  // every GPU of the deployment

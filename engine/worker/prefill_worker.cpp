@@ -106,7 +106,7 @@ PrefillWorker::PrefillWorker(rt::Runtime& rt, const ModelProfile& model, std::ve
                                                        .gpu_blocks = blocks,
                                                        .grace_blocks = 0,
                                                        .block_tokens = cfg_.block_tokens,
-                                                       .block_bytes = kv.total() * static_cast<std::uint64_t>(cfg_.block_tokens),
+                                                       .block_bytes = kv_bytes_per_token(model, cfg_.kv_dtype).total() * static_cast<std::uint64_t>(cfg_.block_tokens),
                                                        .grace_policy = GraceTierPolicy::off});
   sched_ = std::make_unique<RankScheduler>(*kv_, cfg_.scheduler, make_scheduling_policy(cfg_.scheduling_policy));
   tokens_.resize(static_cast<std::size_t>(tp));
