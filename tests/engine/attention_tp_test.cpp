@@ -204,6 +204,63 @@ TEST(AttentionTp, ALostGpuOfATp2RankTakesTheWholeRankOut) {
   EXPECT_EQ(rebuilt.back()["ranks"], 3);
 }
 
+TEST(AttentionTp, ARankWhoseGpuWasResetRejoinsWithBothGpus) {
+  Rig rig(2);
+  NormalWorkerGroup& g = *rig.group;
+  std::vector<nlohmann::json> restored, rebuilt;
+  rig.rt.log().set_observer([&](rt::Time, std::string_view source, std::string_view kind, const nlohmann::json& f,
+                                rt::Severity) {
+    if (source == "normal-group" && kind == "rank_restored") restored.push_back(f);
+    if (source == "normal-group" && kind == "ep_group_rebuilt") rebuilt.push_back(f);
+  });
+  g.on_step_failure([&](std::int32_t rank, const hal::HalError&) {
+    g.remove_rank(rank, "ECC error", [&, rank](std::vector<RequestState> requests) {
+      // Its requests continue on rank 0; the GPU comes back after a reset, and the rank with it.
+      for (RequestState& r : requests) g.submit(0, std::move(r));
+      rig.rt.call_after(rt::ms(50), [&, rank] {
+        rig.cluster.fleet().device(2).reset();
+        g.restore_rank(rank);  // applies when the running step (a prefill of the moved requests) ends
+        rig.rt.call_after(rt::sec(1), [&, rank] {
+          for (RequestId id = 101; id <= 104; ++id) g.submit(rank, request(id, 1'000, 20));
+        });
+      });
+    });
+  });
+  g.start();
+  for (RequestId id = 1; id <= 16; ++id) g.submit(static_cast<std::int32_t>((id - 1) / 4), request(id, 1'000, 100));
+  // GPU 2 is rank 1's first TP rank.
+  rig.rt.call_after(rt::ms(100), [&] { rig.cluster.fleet().device(2).inject_ecc_error(); });
+  rig.rt.run();
+
+  EXPECT_TRUE(g.live(1));
+  EXPECT_EQ(g.live_ranks(), 4);
+  for (RequestId id = 1; id <= 16; ++id) EXPECT_EQ(rig.tokens[id], 100) << id;
+  for (RequestId id = 101; id <= 104; ++id) {
+    EXPECT_EQ(rig.tokens[id], 20) << id;
+    EXPECT_EQ(rig.rank_of[id], 1) << id;
+  }
+  ASSERT_EQ(restored.size(), 1u);
+  EXPECT_EQ(restored[0]["ep_ranks"], 8);
+  EXPECT_EQ(rebuilt.back()["ranks"], 4);
+}
+
+TEST(AttentionTp, GqaKvHeadsSplitOverTheTpRanks) {
+  rt::VirtualRuntime rt;
+  emu::EmulatedCluster cluster(rt, "gb300", "gb300-nvl72", 4);
+  const ModelProfile model = load_model_profile(model_profile_path("glm-4.5"));
+  NormalGroupConfig cfg;
+  cfg.attention_tp = 2;
+  NormalWorkerGroup group(rt, model, cluster.devices(0, 4), cluster.collectives(), cfg,
+                          [](std::int32_t, const StepOutcome&) {}, [](std::int32_t, RequestId, const std::string&) {});
+  // GLM-4.5's 8 KV heads over TP2: each GPU holds 4 of them, half of every block, so a rank holds
+  // twice the KV one GPU has room for.
+  EXPECT_EQ(group.gpu_block_bytes() * 2, group.block_bytes());
+  const hal::Memory& hbm = cluster.fleet().device(0).memory();
+  EXPECT_EQ(group.kv_bytes_per_rank(), 2 * (hbm.used_bytes() - group.weights().total_bytes()));
+  // The KV took all the HBM left beside the weights and the reserve.
+  EXPECT_LT(hbm.free_bytes() - group.activation_reserve_bytes(), group.gpu_block_bytes());
+}
+
 TEST(AttentionTp, TwoBatchOverlapAndEplbRunWithTp2) {
   NormalGroupConfig cfg;
   cfg.two_batch_overlap = true;
