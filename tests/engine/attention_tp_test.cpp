@@ -261,6 +261,24 @@ TEST(AttentionTp, GqaKvHeadsSplitOverTheTpRanks) {
   EXPECT_LT(hbm.free_bytes() - group.activation_reserve_bytes(), group.gpu_block_bytes());
 }
 
+TEST(AttentionTp, EachGpuOfARankKeepsItsGraceCopy) {
+  NormalGroupConfig cfg;
+  cfg.grace_policy = GraceTierPolicy::write_through;
+  cfg.grace_bytes_per_rank = 20'000'000'000;
+  Rig rig(2, cfg);
+  NormalWorkerGroup& g = *rig.group;
+  // The whole latent on each GPU, so each GPU's Grace holds the rank's whole Grace tier.
+  const std::uint64_t grace = static_cast<std::uint64_t>(g.kv(0).grace().capacity()) * g.gpu_block_bytes();
+  EXPECT_GT(grace, 19'000'000'000u);
+  for (hal::DeviceId d : g.devices_of(0)) EXPECT_GE(rig.cluster.fleet().device(d).host_memory().used_bytes(), grace);
+  g.start();
+  for (RequestId id = 1; id <= 8; ++id) g.submit(static_cast<std::int32_t>((id - 1) / 2), request(id, 2'000, 10));
+  rig.rt.run();
+  for (RequestId id = 1; id <= 8; ++id) EXPECT_EQ(rig.tokens[id], 10) << id;
+  // Written through as the prompts' blocks were published: 31 full blocks of each 2,000-token prompt.
+  for (std::int32_t r = 0; r < g.ranks(); ++r) EXPECT_EQ(g.kv(r).grace().cached_blocks(), 2 * 31) << r;
+}
+
 TEST(AttentionTp, TwoBatchOverlapAndEplbRunWithTp2) {
   NormalGroupConfig cfg;
   cfg.two_batch_overlap = true;
