@@ -271,8 +271,8 @@ void LiveEngine::refresh_health() {
   // its worker not crashed and restarting).
   for (std::int32_t r = 0; r < system.ranks(); ++r) {
     bool gpus_ok = true;
-    for (const hal::Device* gpu : system.group_of(r).devices_of(system.local_rank(r))) {
-      gpus_ok = gpus_ok && gpu->health() == hal::DeviceHealth::healthy;
+    for (const hal::DeviceId gpu : system.group_of(r).devices_of(system.local_rank(r))) {
+      gpus_ok = gpus_ok && deployment_->cluster().fleet().device(gpu).health() == hal::DeviceHealth::healthy;
     }
     if (gpus_ok && system.rank_live(r)) ++healthy;
   }

@@ -56,7 +56,6 @@ void check_pool(const Scenario& s, const engine::ModelProfile& model, std::size_
     }
   } else {
     // A decoding instance's DP ranks step together, the experts spread by EP over all of its GPUs.
-    if (p.tp > 1) fail("tp", "attention TP inside the DP ranks of a decoding pool is not modelled yet");
     if (p.ep != gpus && gpus > 1) {
       fail("ep", "a decoding instance spreads its experts over all its tp x dp = " + std::to_string(gpus) +
                      " GPUs: ep must be " + std::to_string(gpus) + " (MoE TP in decoding pools is not modelled)");

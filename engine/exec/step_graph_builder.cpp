@@ -95,7 +95,7 @@ void StepGraphBuilder::add_all_reduce(hal::Graph& g, AllReduce& all_reduce, std:
     op.bytes = bytes;
     all_reduce.op = std::make_shared<const hal::CollectiveOp>(std::move(op));
   }
-  g.add(hal::CollectiveCall{opts_.tp_group, opts_.rank, all_reduce.op});
+  g.add(hal::CollectiveCall{opts_.tp_group, opts_.tp_rank.value_or(opts_.rank), all_reduce.op});
 }
 
 hal::Graph& StepGraphBuilder::body(std::shared_ptr<hal::Graph>& kept, const char* name) const {

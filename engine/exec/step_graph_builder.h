@@ -7,9 +7,11 @@
 // and the EP all-to-alls join the ranks every layer; under TP the layer's outputs are all-reduced
 // over the TP group instead. Under TP + EP every rank holds the whole batch after the attention's
 // all-reduce and dispatches only its own slice of it (tokens_per_rank[rank]); one all-reduce after
-// the combine then sums the shared expert's TP parts and every slice's routed output.
+// the combine then sums the shared expert's TP parts and every slice's routed output. The TP group
+// may be the EP group itself (the prefill worker) or a part of it (attention TP inside a DP rank).
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -26,6 +28,9 @@ struct StepGraphOptions {
   std::int32_t rank = 0;                      // this rank in ep_group (or tp_group)
   std::int64_t local_experts = 0;             // expert slots on this rank (all of them without EP)
   bool mtp = false;                           // run the MTP layer (draft tokens)
+  // This rank in tp_group when that is not `rank`: attention TP inside a DP rank, whose TP group is a
+  // few of the EP group's GPUs. Unset: `rank` (TP and EP over the same GPUs).
+  std::optional<std::int32_t> tp_rank = std::nullopt;
 };
 
 class StepGraphBuilder {

@@ -35,9 +35,10 @@ void PdSystem::start_recovery() {
         if (group_of(member).crashed(local_rank(member))) {
           return "the worker process of DP rank " + std::to_string(member) + " exited";
         }
-        for (const hal::Device* gpu : group_of(member).devices_of(local_rank(member))) {
-          if (gpu->health() != hal::DeviceHealth::healthy) {
-            return xid_text(gpu->health(), gpu->id()) + " under DP rank " + std::to_string(member);
+        for (const hal::DeviceId id : group_of(member).devices_of(local_rank(member))) {
+          const hal::Device& gpu = *devices_.at(id);
+          if (gpu.health() != hal::DeviceHealth::healthy) {
+            return xid_text(gpu.health(), gpu.id()) + " under DP rank " + std::to_string(member);
           }
         }
         return std::nullopt;
@@ -156,7 +157,8 @@ void PdSystem::declare_dead(std::int32_t rank, const std::string& why) {
   if (crashed) kv(rank).drop_grace_cached();  // the process's pinned memory went with it
   // What comes back: a GPU after its reset (drained first: the group no longer runs on it), a worker
   // after its restart. A lost GPU does not.
-  const std::vector<hal::Device*> gpus = group.devices_of(local);
+  std::vector<hal::Device*> gpus;
+  for (const hal::DeviceId id : group.devices_of(local)) gpus.push_back(devices_.at(id));
   const auto any = [&gpus](hal::DeviceHealth h) {
     return std::any_of(gpus.begin(), gpus.end(), [h](const hal::Device* g) { return g->health() == h; });
   };

@@ -173,8 +173,8 @@ void PdSystem::add_prefill_instance(rt::Runtime& rt, const ModelProfile& model, 
 
 std::optional<std::int32_t> PdSystem::rank_of_gpu(hal::DeviceId gpu) const {
   for (std::int32_t r = 0; r < ranks(); ++r) {
-    for (const hal::Device* d : group_of(r).devices_of(local_rank(r))) {
-      if (d->id() == gpu) return r;
+    for (const hal::DeviceId d : group_of(r).devices_of(local_rank(r))) {
+      if (d == gpu) return r;
     }
   }
   return std::nullopt;
@@ -622,34 +622,42 @@ void PdSystem::on_kv_ready(RequestId id, std::int64_t layers_done, std::int64_t 
     maybe_received(id);
     return;
   }
-  ++m.pushes;
   const std::int32_t rank = m.rank;
   const std::size_t instance = m.prefill;
   // The layer group lies in one pipeline stage: the one holding its first layer.
   const PrefillWorker& worker = prefill(instance);
   std::int64_t stage = 0;
   while (stage + 1 < worker.pp() && worker.layers(stage).end_layer <= first_layer) ++stage;
-  prefills_[instance].transfers[static_cast<std::size_t>(stage)].push(id, device_of(rank), bytes,
-                  [this, id, rank, instance, first_layer, layers_done, bytes](const hal::HalError* error, std::int64_t retries) {
-                    const auto mit = moving_.find(id);
-                    if (mit == moving_.end()) return;
-                    --mit->second.pushes;
-                    const auto t = timings_.find(id);
-                    if (t != timings_.end()) t->second.transfer_retries += retries;
-                    if (error != nullptr) {
-                      if (mit->second.error.empty()) mit->second.error = error->what();
-                    } else {
-                      proto::ControlMessage msg;
-                      proto::KvTransferReady& r = *msg.mutable_transfer_ready();
-                      r.set_request_id(id);
-                      r.set_to_rank(rank);
-                      r.set_first_layer(static_cast<std::uint32_t>(first_layer));
-                      r.set_last_layer(static_cast<std::uint32_t>(layers_done - 1));
-                      r.set_bytes(bytes);
-                      control_.send(prefills_[instance].address, rank_address(rank), std::move(msg));
-                    }
-                    maybe_received(id);
-                  });
+  // Every GPU of an attention-TP rank gets its share of each block: all of it under MLA, which each
+  // TP rank reads whole, 1/tp of it for split GQA heads.
+  const NormalWorkerGroup& group = group_of(rank);
+  const std::uint64_t gpu_bytes = bytes * group.gpu_block_bytes() / group.block_bytes();
+  const std::vector<hal::DeviceId> dests = group.devices_of(local_rank(rank));
+  m.pushes += dests.size();  // all counted first: a push that settles at once must not see the count at zero
+  for (const hal::DeviceId dest : dests) {
+    prefills_[instance].transfers[static_cast<std::size_t>(stage)].push(
+        id, dest, gpu_bytes,
+        [this, id, rank, instance, first_layer, layers_done, gpu_bytes](const hal::HalError* error, std::int64_t retries) {
+          const auto mit = moving_.find(id);
+          if (mit == moving_.end()) return;
+          --mit->second.pushes;
+          const auto t = timings_.find(id);
+          if (t != timings_.end()) t->second.transfer_retries += retries;
+          if (error != nullptr) {
+            if (mit->second.error.empty()) mit->second.error = error->what();
+          } else {
+            proto::ControlMessage msg;
+            proto::KvTransferReady& r = *msg.mutable_transfer_ready();
+            r.set_request_id(id);
+            r.set_to_rank(rank);
+            r.set_first_layer(static_cast<std::uint32_t>(first_layer));
+            r.set_last_layer(static_cast<std::uint32_t>(layers_done - 1));
+            r.set_bytes(gpu_bytes);
+            control_.send(prefills_[instance].address, rank_address(rank), std::move(msg));
+          }
+          maybe_received(id);
+        });
+  }
 }
 
 void PdSystem::maybe_received(RequestId id) {

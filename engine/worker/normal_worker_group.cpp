@@ -17,6 +17,35 @@
 
 namespace nvl::engine {
 
+namespace {
+
+// The attention TP degree, checked before anything is split by it.
+std::int64_t checked_tp(const ModelProfile& model, std::int64_t tp, std::size_t gpus) {
+  const auto n = static_cast<std::int64_t>(gpus);
+  if (n < 1) throw std::invalid_argument("normal worker group: needs at least one GPU");
+  if (tp < 1 || n % tp != 0) {
+    throw std::invalid_argument("normal worker group: attention TP " + std::to_string(tp) + " does not divide its " +
+                                std::to_string(n) + " GPUs into DP ranks");
+  }
+  if (model.num_attention_heads % tp != 0) {
+    throw std::invalid_argument("normal worker group: attention TP " + std::to_string(tp) + " does not divide " +
+                                model.name + "'s " + std::to_string(model.num_attention_heads) + " attention heads");
+  }
+  return tp;
+}
+
+// The tokens TP rank t of a DP rank dispatches to the experts: its contiguous 1/tp of the rank's n.
+// SGLang's DP attention with attention TP under DeepEP does the same ("scattered" MoE input): each
+// attention-TP rank dispatches a disjoint slice of its DP rank's tokens, so no token is sent twice and
+// a DP rank's dispatch bytes are what they are at tp 1, spread over its GPUs' links. SGLang gets there
+// by a reduce-scatter after attention and an all-gather after the MoE (one all-reduce's bytes); here
+// the step graph all-reduces after attention and after the combine, because the gate and the shared
+// expert run on the whole batch split by tp as ParallelLayout holds them: one all-reduce per layer more
+// than SGLang, a few microseconds on NVLink at decode batch sizes.
+std::int64_t tp_slice(std::int64_t n, std::int64_t t, std::int64_t tp) { return n * (t + 1) / tp - n * t / tp; }
+
+}  // namespace
+
 NormalWorkerGroup::NormalWorkerGroup(rt::Runtime& rt, const ModelProfile& model, std::vector<hal::Device*> devices,
                                      hal::Collectives& collectives, NormalGroupConfig cfg, TokenSink on_tokens,
                                      RejectSink on_reject)
@@ -26,23 +55,31 @@ NormalWorkerGroup::NormalWorkerGroup(rt::Runtime& rt, const ModelProfile& model,
       cfg_(std::move(cfg)),
       on_tokens_(std::move(on_tokens)),
       on_reject_(std::move(on_reject)),
-      kernels_(model, 1, cfg_.weights, cfg_.kv_dtype),
+      tp_(checked_tp(model, cfg_.attention_tp, devices.size())),
+      kernels_(model, tp_, cfg_.weights, cfg_.kv_dtype),
       collectives_(collectives),
       repair_(rt, "normal group: repair after a failed step"),
       work_(rt, "normal group: new requests") {
   work_.mark_idle_point();
   const auto n = static_cast<std::int64_t>(devices.size());
-  if (n < 1) throw std::invalid_argument("normal worker group: needs at least one GPU");
   for (const hal::Device* d : devices) check_weight_dtypes(cfg_.weights, d->info());
   if (cfg_.scheduler.draft_tokens > 0 && model.num_nextn_predict_layers == 0) {
     throw std::invalid_argument("normal worker group: draft tokens need MTP modules, and " + model.name + " has none");
   }
-  const ParallelLayout layout{.tp = 1, .dp = n, .ep = n, .redundant_experts = cfg_.redundant_experts};
+  const std::int64_t dp = n / tp_;
+  const ParallelLayout layout{.tp = tp_, .dp = dp, .ep = n, .redundant_experts = cfg_.redundant_experts};
   weights_ = weight_footprint_per_gpu(model, layout, cfg_.weights);
-  block_bytes_ = kv_bytes_per_token(model, cfg_.kv_dtype, true).total() * static_cast<std::uint64_t>(cfg_.block_tokens);
+  const std::uint64_t per_token = kv_bytes_per_token(model, cfg_.kv_dtype, true).total();
+  block_bytes_ = per_token * static_cast<std::uint64_t>(cfg_.block_tokens);
+  // MLA (and DSA) keeps one latent per token that every head reads, so each TP rank of a DP rank holds
+  // the whole KV of its rank's requests, as SGLang replicates MLA KV over attention-TP ranks: a DP
+  // rank holds what one of its GPUs holds. GQA's KV heads split over the ranks when tp divides them.
+  const bool split = !model.is_mla() && model.num_key_value_heads % tp_ == 0;
+  gpu_block_bytes_ = split ? per_token / static_cast<std::uint64_t>(tp_) * static_cast<std::uint64_t>(cfg_.block_tokens)
+                           : block_bytes_;
   const std::int64_t sampled = cfg_.scheduler.max_running * (1 + cfg_.scheduler.draft_tokens);
   reserve_bytes_ = cfg_.activation_reserve_bytes.value_or(
-      estimate_activation_reserve(model, cfg_.scheduler.token_budget, sampled, 1).total_bytes());
+      estimate_activation_reserve(model, cfg_.scheduler.token_budget, sampled, tp_).total_bytes());
 
   if (cfg_.expert_drift_interval_steps < 0 || cfg_.eplb_interval_steps < 0 ||
       !(cfg_.expert_drift_fraction >= 0 && cfg_.expert_drift_fraction <= 1) ||
@@ -73,20 +110,37 @@ NormalWorkerGroup::NormalWorkerGroup(rt::Runtime& rt, const ModelProfile& model,
     throw std::invalid_argument("normal worker group: EPLB rebalancing needs expert parallelism (two or more GPUs)");
   }
 
-  ranks_.resize(static_cast<std::size_t>(n));
-  for (std::int64_t r = 0; r < n; ++r) {
+  ranks_.resize(static_cast<std::size_t>(dp));
+  for (std::int64_t r = 0; r < dp; ++r) {
     Rank& rank = ranks_[static_cast<std::size_t>(r)];
-    rank.device = devices[static_cast<std::size_t>(r)];
     const std::string tag = "normal rank " + std::to_string(r);
-    rank.weights = rank.device->memory().allocate(weights_.total_bytes(), tag + " weights");
-    const std::int64_t gpu_blocks = kv_blocks_left(*rank.device, weights_.total_bytes(), reserve_bytes_, block_bytes_);
+    const auto gpu_tag = [&](const Gpu& g) { return tp_ == 1 ? tag : tag + " TP " + std::to_string(g.tp_rank); };
+    rank.gpus.resize(static_cast<std::size_t>(tp_));
+    for (std::int64_t t = 0; t < tp_; ++t) {
+      Gpu& g = rank.gpus[static_cast<std::size_t>(t)];
+      g.device = devices[static_cast<std::size_t>(r * tp_ + t)];
+      g.tp_rank = static_cast<std::int32_t>(t);
+      g.weights = g.device->memory().allocate(weights_.total_bytes(), gpu_tag(g) + " weights");
+    }
+    // Every GPU of the rank holds the same blocks, so its smallest HBM left sets the rank's count.
+    std::int64_t gpu_blocks = -1;
+    for (Gpu& g : rank.gpus) {
+      const std::int64_t here = kv_blocks_left(*g.device, weights_.total_bytes(), reserve_bytes_, gpu_block_bytes_);
+      gpu_blocks = gpu_blocks < 0 ? here : std::min(gpu_blocks, here);
+    }
     kv_bytes_ = static_cast<std::uint64_t>(gpu_blocks) * block_bytes_;
-    rank.kv_gpu = rank.device->memory().allocate(kv_bytes_, tag + " KV");
-    std::int64_t grace_blocks = 0;
-    if (cfg_.grace_policy != GraceTierPolicy::off) {
-      grace_blocks = static_cast<std::int64_t>(cfg_.grace_bytes_per_rank / block_bytes_);
-      rank.kv_grace = rank.device->host_memory().allocate(static_cast<std::uint64_t>(grace_blocks) * block_bytes_,
-                                                          tag + " KV (Grace)");
+    // Each GPU keeps its part of the Grace tier in its own Grace memory (under MLA a whole copy), as
+    // each TP rank of SGLang's HiCache has its own host pool.
+    const std::int64_t grace_blocks = cfg_.grace_policy == GraceTierPolicy::off
+                                          ? 0
+                                          : static_cast<std::int64_t>(cfg_.grace_bytes_per_rank / block_bytes_);
+    for (Gpu& g : rank.gpus) {
+      g.kv_gpu =
+          g.device->memory().allocate(static_cast<std::uint64_t>(gpu_blocks) * gpu_block_bytes_, gpu_tag(g) + " KV");
+      if (cfg_.grace_policy != GraceTierPolicy::off) {
+        g.kv_grace = g.device->host_memory().allocate(static_cast<std::uint64_t>(grace_blocks) * gpu_block_bytes_,
+                                                      gpu_tag(g) + " KV (Grace)");
+      }
     }
     rank.kv = std::make_unique<KvCacheManager>(KvCacheConfig{.rank = static_cast<std::int32_t>(r),
                                                              .gpu_blocks = gpu_blocks,
@@ -95,12 +149,15 @@ NormalWorkerGroup::NormalWorkerGroup(rt::Runtime& rt, const ModelProfile& model,
                                                              .block_bytes = block_bytes_,
                                                              .grace_policy = cfg_.grace_policy});
     rank.sched = std::make_unique<RankScheduler>(*rank.kv, cfg_.scheduler, make_scheduling_policy(cfg_.scheduling_policy));
-    rank.stream = &rank.device->create_stream(tag);
-    if (cfg_.two_batch_overlap) {
-      rank.stream_b = &rank.device->create_stream(tag + " micro-batch 2");
-      rank.copies_done = rank.device->create_event(tag + " KV copies");
+    for (Gpu& g : rank.gpus) {
+      g.stream = &g.device->create_stream(gpu_tag(g));
+      if (cfg_.two_batch_overlap) {
+        g.stream_b = &g.device->create_stream(gpu_tag(g) + " micro-batch 2");
+        g.copies_done = g.device->create_event(gpu_tag(g) + " KV copies");
+      }
     }
-    make_builders(rank, static_cast<std::int32_t>(r));
+    make_tp_groups(rank, static_cast<std::size_t>(r));
+    make_builders(rank, static_cast<std::int32_t>(r * tp_));
     live_.push_back(static_cast<std::size_t>(r));
   }
   tokens_.resize(static_cast<std::size_t>(n));
@@ -143,22 +200,43 @@ void NormalWorkerGroup::receive_failed(std::int32_t rank, RequestId id) {
   work_.notify_all();
 }
 
+std::vector<hal::DeviceId> NormalWorkerGroup::devices_of(std::int32_t rank) const {
+  std::vector<hal::DeviceId> ids;
+  for (const Gpu& g : ranks_.at(static_cast<std::size_t>(rank)).gpus) ids.push_back(g.device->id());
+  return ids;
+}
+
+void NormalWorkerGroup::make_tp_groups(Rank& rank, std::size_t index) {
+  if (tp_ == 1) return;
+  std::vector<hal::DeviceId> ids;
+  for (const Gpu& g : rank.gpus) ids.push_back(g.device->id());
+  std::string name = "normal-tp" + std::to_string(tp_) + ".r" + std::to_string(index);
+  if (generation_ > 0) name += ".g" + std::to_string(generation_);
+  rank.tp_group = collectives_.create_group(name, ids);
+  // Each micro-batch's all-reduces on a communicator of their own, as its all-to-alls are.
+  if (cfg_.two_batch_overlap) rank.tp_group_b = collectives_.create_group(name + "-tbo", ids);
+}
+
 void NormalWorkerGroup::make_builders(Rank& rank, std::int32_t member) {
-  rank.builder = std::make_unique<StepGraphBuilder>(
-      kernels_, traffic_ ? &*traffic_ : nullptr,
-      StepGraphOptions{.ep_group = ep_group_,
-                       .tp_group = nullptr,
-                       .rank = member,
-                       .local_experts = weights_.expert_slots,
-                       .mtp = cfg_.scheduler.draft_tokens > 0});
-  if (cfg_.two_batch_overlap) {
-    rank.builder_b = std::make_unique<StepGraphBuilder>(
-        kernels_, &*traffic_,
-        StepGraphOptions{.ep_group = ep_group_b_,
-                         .tp_group = nullptr,
-                         .rank = member,
+  for (Gpu& g : rank.gpus) {
+    g.builder = std::make_unique<StepGraphBuilder>(
+        kernels_, traffic_ ? &*traffic_ : nullptr,
+        StepGraphOptions{.ep_group = ep_group_,
+                         .tp_group = rank.tp_group,
+                         .rank = member + g.tp_rank,
                          .local_experts = weights_.expert_slots,
-                         .mtp = cfg_.scheduler.draft_tokens > 0});
+                         .mtp = cfg_.scheduler.draft_tokens > 0,
+                         .tp_rank = g.tp_rank});
+    if (cfg_.two_batch_overlap) {
+      g.builder_b = std::make_unique<StepGraphBuilder>(
+          kernels_, &*traffic_,
+          StepGraphOptions{.ep_group = ep_group_b_,
+                           .tp_group = rank.tp_group_b,
+                           .rank = member + g.tp_rank,
+                           .local_experts = weights_.expert_slots,
+                           .mtp = cfg_.scheduler.draft_tokens > 0,
+                           .tp_rank = g.tp_rank});
+    }
   }
 }
 
@@ -191,21 +269,29 @@ bool NormalWorkerGroup::plan_all() {
         rank.batch.prefills.push_back(PrefillSpan{item.context_tokens, item.new_tokens, item.last_chunk});
       }
     }
-    tokens_[m] = rank.batch.tokens();
+    const std::int64_t tokens = rank.batch.tokens();
+    for (std::int64_t t = 0; t < tp_; ++t) {
+      tokens_[m * static_cast<std::size_t>(tp_) + static_cast<std::size_t>(t)] = tp_slice(tokens, t, tp_);
+    }
     any = any || !rank.plan.empty();
   }
   return any;
 }
 
 void NormalWorkerGroup::issue_kv_copies(Rank& r) {
-  for (const KvCopy& c : r.kv->take_copies()) {
-    if (!r.kv_grace) continue;
-    // In-order on the step's stream: loads land before the prefill that uses them; spills overlap nothing.
-    const bool load = c.direction == KvCopy::Direction::grace_to_gpu;
-    const hal::Buffer& dst = load ? *r.kv_gpu : *r.kv_grace;
-    const hal::Buffer& src = load ? *r.kv_grace : *r.kv_gpu;
-    const std::uint64_t bytes = std::min({c.bytes, dst.bytes(), src.bytes()});
-    if (bytes > 0) r.stream->copy(dst, 0, src, 0, bytes);
+  const std::vector<KvCopy> copies = r.kv->take_copies();
+  // Each GPU moves its part of the blocks: all of them under MLA, its KV heads' share under GQA.
+  const std::uint64_t parts = block_bytes_ / gpu_block_bytes_;
+  for (Gpu& g : r.gpus) {
+    if (!g.kv_grace) continue;
+    for (const KvCopy& c : copies) {
+      // In-order on the step's stream: loads land before the prefill that uses them; spills overlap nothing.
+      const bool load = c.direction == KvCopy::Direction::grace_to_gpu;
+      const hal::Buffer& dst = load ? *g.kv_gpu : *g.kv_grace;
+      const hal::Buffer& src = load ? *g.kv_grace : *g.kv_gpu;
+      const std::uint64_t bytes = std::min({c.bytes / parts, dst.bytes(), src.bytes()});
+      if (bytes > 0) g.stream->copy(dst, 0, src, 0, bytes);
+    }
   }
 }
 
@@ -232,16 +318,21 @@ void NormalWorkerGroup::launch_two_batches() {
   micro.reserve(live_.size());
   for (std::size_t i = 0; i < live_.size(); ++i) {
     micro.push_back(split_two_batches(ranks_[live_[i]].batch));
-    tokens_a_[i] = micro.back()[0].tokens();
-    tokens_b_[i] = micro.back()[1].tokens();
+    const std::int64_t a = micro.back()[0].tokens(), b = micro.back()[1].tokens();
+    for (std::int64_t t = 0; t < tp_; ++t) {
+      const std::size_t member = i * static_cast<std::size_t>(tp_) + static_cast<std::size_t>(t);
+      tokens_a_[member] = tp_slice(a, t, tp_);
+      tokens_b_[member] = tp_slice(b, t, tp_);
+    }
   }
   for (std::size_t i = 0; i < live_.size(); ++i) {
-    Rank& r = ranks_[live_[i]];
-    // Both micro-batches start after the step's KV loads (issued on the first stream).
-    r.stream->record(*r.copies_done);
-    r.stream_b->wait(*r.copies_done);
-    r.stream->launch(hal::refresh(*r.device, r.exec, r.builder->build(micro[i][0], tokens_a_)));
-    r.stream_b->launch(hal::refresh(*r.device, r.exec_b, r.builder_b->build(micro[i][1], tokens_b_)));
+    for (Gpu& g : ranks_[live_[i]].gpus) {
+      // Both micro-batches start after the step's KV loads (issued on the first stream).
+      g.stream->record(*g.copies_done);
+      g.stream_b->wait(*g.copies_done);
+      g.stream->launch(hal::refresh(*g.device, g.exec, g.builder->build(micro[i][0], tokens_a_)));
+      g.stream_b->launch(hal::refresh(*g.device, g.exec_b, g.builder_b->build(micro[i][1], tokens_b_)));
+    }
   }
 }
 
@@ -278,8 +369,7 @@ void NormalWorkerGroup::track_experts() {
   const auto top_k = model_.num_experts_per_tok;
   if (cfg_.eplb_interval_steps > 0) {
     // Expected counts: the step's tokens times top-k, spread by the popularity the step ran under.
-    std::int64_t tokens = 0;
-    for (std::size_t m = 0; m < live_.size(); ++m) tokens += tokens_[m];
+    const std::int64_t tokens = std::accumulate(tokens_.begin(), tokens_.end(), std::int64_t{0});
     const auto pairs = static_cast<double>(tokens * top_k);
     for (std::size_t e = 0; e < routed_counts_.size(); ++e) {
       routed_counts_[e] += static_cast<std::uint64_t>(std::llround(pairs * load_[e]));
@@ -303,7 +393,7 @@ void NormalWorkerGroup::rebalance() {
   if (std::all_of(routed_counts_.begin(), routed_counts_.end(), [](std::uint64_t c) { return c == 0; })) return;
   const ExpertLoad seen = expert_load_from_counts(routed_counts_);
   std::fill(routed_counts_.begin(), routed_counts_.end(), 0);
-  ExpertPlacement next(seen, static_cast<std::int64_t>(ranks_.size()), cfg_.redundant_experts);
+  ExpertPlacement next(seen, placement_->ranks(), cfg_.redundant_experts);
   if (next.imbalance(seen) >= placement_->imbalance(seen) * (1 - cfg_.eplb_min_improvement)) return;
   const std::int64_t slots = placement_->slots_changed_to(next);
   const double before = placement_->imbalance(load_);
@@ -312,16 +402,22 @@ void NormalWorkerGroup::rebalance() {
   for (const auto& row : moves) bytes += std::accumulate(row.begin(), row.end(), std::uint64_t{0});
   // The weights move rank to rank on the EP group as one all-to-all; no step runs meanwhile.
   const rt::Time start = rt_.now();
-  for (std::size_t i = 0; i < ranks_.size(); ++i) {
-    hal::CollectiveOp op;
-    op.kind = hal::CollectiveKind::all_to_all;
-    op.name = "eplb.weights";
-    op.send_bytes = moves[i];
-    hal::Graph g("eplb_rebalance");
-    g.add(hal::CollectiveCall{ep_group_, static_cast<int>(i), std::move(op)});
-    ranks_[i].stream->launch(ranks_[i].device->instantiate(g));
+  std::size_t member = 0;
+  for (Rank& r : ranks_) {
+    for (Gpu& gpu : r.gpus) {
+      hal::CollectiveOp op;
+      op.kind = hal::CollectiveKind::all_to_all;
+      op.name = "eplb.weights";
+      op.send_bytes = moves[member];
+      hal::Graph g("eplb_rebalance");
+      g.add(hal::CollectiveCall{ep_group_, static_cast<int>(member), std::move(op)});
+      gpu.stream->launch(gpu.device->instantiate(g));
+      ++member;
+    }
   }
-  for (Rank& r : ranks_) r.stream->synchronize();
+  for (Rank& r : ranks_) {
+    for (Gpu& g : r.gpus) g.stream->synchronize();
+  }
   placement_ = std::move(next);
   traffic_.emplace(*placement_, load_, model_.num_experts_per_tok);
   rt_.record("eplb", "rebalanced",

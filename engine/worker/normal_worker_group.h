@@ -1,8 +1,10 @@
 #pragma once
-// The normal worker group: DP attention on every GPU with the MoE experts spread over all of them
-// (EP), running decode and short prefills together. The ranks step in lockstep, because every MoE
-// layer's all-to-all joins them; a rank with nothing to do runs an empty batch and still takes part,
-// as SGLang does. Each rank has its own scheduler and KV cache (GPU HBM and a Grace tier).
+// The normal worker group: DP attention with the MoE experts spread over all the GPUs (EP), running
+// decode and short prefills together. A DP rank is one GPU, or attention_tp GPUs that split its
+// attention heads (joined by all-reduces every layer); every GPU is an EP member holding whole
+// experts. The ranks step in lockstep, because every MoE layer's all-to-all joins them; a rank with
+// nothing to do runs an empty batch and still takes part, as SGLang does. Each DP rank has its own
+// scheduler and KV cache (GPU HBM and a Grace tier).
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -29,7 +31,8 @@
 namespace nvl::engine {
 
 struct NormalGroupConfig {
-  // GPUs per DP rank (attention tensor parallel inside the rank).
+  // GPUs per DP rank, splitting its attention heads (and dense FFN, shared expert, vocabulary): the
+  // group's devices are dp x attention_tp, DP rank r on devices [r * tp, (r + 1) * tp).
   std::int64_t attention_tp = 1;
   WeightDtypes weights;
   hal::DType kv_dtype = hal::DType::fp8;
@@ -74,7 +77,8 @@ using RequestsTaken = std::function<void(std::vector<RequestState> requests)>;
 class NormalWorkerGroup {
  public:
   // Takes the weights and KV memory on every device at once: a model that does not fit is a HalError
-  // naming the device, the bytes asked for and the bytes free.
+  // naming the device, the bytes asked for and the bytes free. An attention_tp that does not divide
+  // the GPUs or the model's attention heads is std::invalid_argument.
   NormalWorkerGroup(rt::Runtime& rt, const ModelProfile& model, std::vector<hal::Device*> devices,
                     hal::Collectives& collectives, NormalGroupConfig cfg, TokenSink on_tokens, RejectSink on_reject);
 
@@ -92,17 +96,26 @@ class NormalWorkerGroup {
   bool fits(std::int32_t rank, const RequestState& r) const { return ranks_.at(static_cast<std::size_t>(rank)).sched->fits(r); }
   // What the router sees of a rank.
   RankLoad load(std::int32_t rank) const;
-  hal::DeviceId device_of(std::int32_t rank) const { return ranks_.at(static_cast<std::size_t>(rank)).device->id(); }
-  // Every GPU of the rank (one without attention TP).
-  std::vector<hal::Device*> devices_of(std::int32_t rank) const { return {ranks_.at(static_cast<std::size_t>(rank)).device}; }
+  // The rank's first GPU, and all of them: a rank is dead when any of them is, and under MLA each
+  // holds the rank's whole KV (gpu_block_bytes).
+  hal::DeviceId device_of(std::int32_t rank) const {
+    return ranks_.at(static_cast<std::size_t>(rank)).gpus.front().device->id();
+  }
+  std::vector<hal::DeviceId> devices_of(std::int32_t rank) const;
 
+  // DP ranks (each with its scheduler and KV cache), and GPUs per rank.
   std::int32_t ranks() const { return static_cast<std::int32_t>(ranks_.size()); }
+  std::int64_t attention_tp() const { return tp_; }
   const RankScheduler& scheduler(std::int32_t rank) const { return *ranks_.at(static_cast<std::size_t>(rank)).sched; }
   KvCacheManager& kv(std::int32_t rank) { return *ranks_.at(static_cast<std::size_t>(rank)).kv; }
   const WeightFootprint& weights() const { return weights_; }
+  // A rank's KV capacity, one copy of its requests' KV (what a block count and a transfer measure).
   std::uint64_t kv_bytes_per_rank() const { return kv_bytes_; }
   std::uint64_t activation_reserve_bytes() const { return reserve_bytes_; }
+  // One block of a request's KV, and what each GPU of its rank holds of it (all of it for MLA, whose
+  // latent every TP rank reads; 1/tp for GQA with KV heads split).
   std::uint64_t block_bytes() const { return block_bytes_; }
+  std::uint64_t gpu_block_bytes() const { return gpu_block_bytes_; }
   std::uint64_t steps() const { return steps_; }
 
   // Faults (engine/worker/rank_recovery.cpp). A failed step is undone on every rank and reported to
@@ -111,12 +124,12 @@ class NormalWorkerGroup {
   void on_step_failure(StepFailureSink sink) { on_failure_ = std::move(sink); }
   bool live(std::int32_t rank) const { return ranks_.at(static_cast<std::size_t>(rank)).live; }
   std::int32_t live_ranks() const { return static_cast<std::int32_t>(live_.size()); }
-  // Takes a dead rank out of the group: the survivors go on over a new EP communicator with the experts
-  // re-placed (ExpertPlacement::without_rank; the weights of experts only it held reload from host
-  // memory). `taken` gets its requests as they stand, to continue elsewhere; its GPU KV cache is dropped.
-  // A change asked for while a step runs applies when it ends.
+  // Takes a dead rank out of the group: the survivors go on over a new EP communicator without any of
+  // its GPUs, with the experts re-placed (ExpertPlacement::without_rank; the weights of experts only
+  // they held reload from host memory). `taken` gets its requests as they stand, to continue
+  // elsewhere; its GPU KV cache is dropped. A change asked for while a step runs applies when it ends.
   void remove_rank(std::int32_t rank, const std::string& cause, RequestsTaken taken);
-  // A removed rank whose GPU is healthy again (reset, worker restarted) rejoins with an empty KV cache.
+  // A removed rank whose GPUs are healthy again (reset, worker restarted) rejoins with an empty KV cache.
   void restore_rank(std::int32_t rank);
   // The rank's worker process died: its next step fails, as the EP collectives would time out on it.
   void crash(std::int32_t rank);
@@ -126,14 +139,14 @@ class NormalWorkerGroup {
   double expert_imbalance() const { return placement_ ? placement_->imbalance(load_) : 1.0; }
 
  private:
-  struct Rank {
+  // One GPU of a DP rank: an EP member, and TP rank `tp_rank` of its DP rank.
+  struct Gpu {
     hal::Device* device = nullptr;
+    std::int32_t tp_rank = 0;
     hal::Stream* stream = nullptr;
     std::optional<hal::Buffer> weights;
     std::optional<hal::Buffer> kv_gpu;
     std::optional<hal::Buffer> kv_grace;
-    std::unique_ptr<KvCacheManager> kv;
-    std::unique_ptr<RankScheduler> sched;
     std::unique_ptr<StepGraphBuilder> builder;
     hal::Stream* stream_b = nullptr;  // two-batch overlap: the second micro-batch's stream and builder
     std::unique_ptr<StepGraphBuilder> builder_b;
@@ -141,25 +154,35 @@ class NormalWorkerGroup {
     std::shared_ptr<hal::GraphExec> exec;
     std::shared_ptr<hal::GraphExec> exec_b;
     std::shared_ptr<hal::GpuEvent> copies_done;
+    std::uint64_t reload_bytes = 0;  // expert weights to load from host memory before the next step
+  };
+  struct Rank {
+    std::vector<Gpu> gpus;
+    std::shared_ptr<hal::CommGroup> tp_group;    // null at tp 1
+    std::shared_ptr<hal::CommGroup> tp_group_b;  // the second micro-batch's all-reduces
+    std::unique_ptr<KvCacheManager> kv;
+    std::unique_ptr<RankScheduler> sched;
     StepPlan plan;
     RankBatch batch;
     bool live = true;     // stepping with the group (false: removed after a fault)
     bool crashed = false;  // its worker process is dead
     bool leaving = false;  // removal asked for (applies after the running step): no longer routed to
-    std::uint64_t reload_bytes = 0;  // expert weights to load from host memory before the next step
   };
   void loop();
   bool plan_all();
   // Launches the planned step on every live rank and waits for it; false (the step undone) on failure.
   bool run_step();
-  void reload_experts(Rank& r, std::size_t rank);
+  void reload_experts(Gpu& g, std::size_t rank);
   // Undoes the step on every live rank and reports the ranks the errors name; false.
   bool step_failed(const std::vector<std::pair<std::int32_t, hal::HalError>>& failures);
   // After a failed step: waits for the group to be repaired, or retries on a new communicator.
   void await_repair();
-  // A new EP communicator, placement and step builders over the live ranks.
+  // A new EP communicator (and TP ones), placement and step builders over the live ranks.
   void rebuild_group(const std::string& why);
+  void make_tp_groups(Rank& rank, std::size_t index);
+  // `member`: the rank's first GPU in the EP group (the i-th live rank's GPUs are members i * tp ...).
   void make_builders(Rank& rank, std::int32_t member);
+  // Launches the KV copies the rank's cache asks for on each of its GPUs (each moves its own part).
   void issue_kv_copies(Rank& r);
   bool two_batch_step() const;
   void launch_two_batches();
@@ -175,7 +198,9 @@ class NormalWorkerGroup {
   TokenSink on_tokens_;
   RejectSink on_reject_;
   WeightFootprint weights_;
+  std::int64_t tp_ = 1;
   std::uint64_t block_bytes_ = 0;
+  std::uint64_t gpu_block_bytes_ = 0;
   std::uint64_t kv_bytes_ = 0;
   std::uint64_t reserve_bytes_ = 0;
   LayerKernels kernels_;
@@ -189,11 +214,11 @@ class NormalWorkerGroup {
   std::shared_ptr<hal::CommGroup> ep_group_;
   std::shared_ptr<hal::CommGroup> ep_group_b_;  // the second micro-batch's all-to-alls
   std::vector<Rank> ranks_;
-  std::vector<std::int64_t> tokens_;
+  std::vector<std::int64_t> tokens_;                // per EP member (GPU) of the live ranks
   std::vector<std::int64_t> tokens_a_, tokens_b_;  // per micro-batch, under two-batch overlap
   hal::Collectives& collectives_;
   StepFailureSink on_failure_;
-  std::vector<std::size_t> live_;  // EP member -> rank, over the live ranks
+  std::vector<std::size_t> live_;  // the live ranks, ascending; their GPUs are the EP members in order
   std::vector<std::shared_ptr<hal::CommGroup>> retired_groups_;  // aborted ones, kept for late callbacks
   std::int64_t generation_ = 0;    // communicators built so far
   bool repaired_ = false;

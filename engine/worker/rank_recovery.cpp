@@ -1,7 +1,9 @@
-// The normal worker group under faults: a step that fails on a GPU is undone and reported; the group
-// waits (it cannot step while a member is dead: the MoE all-to-all joins every rank) until the dead
-// rank is taken out, then goes on over a new EP communicator with the experts re-placed. A rank whose
-// GPU was reset (or whose worker restarted) rejoins later.
+// The normal worker group under faults: a step that fails on a GPU is undone and reported against the
+// DP rank that GPU belongs to (a rank with attention TP is dead when any of its GPUs is: its heads are
+// split over all of them); the group waits (it cannot step while a member is dead: the MoE all-to-all
+// joins every GPU) until the dead rank is taken out, then goes on over a new EP communicator without
+// the rank's GPUs, with the experts re-placed. A rank whose GPUs were reset (or whose worker
+// restarted) rejoins later.
 #include <algorithm>
 #include <set>
 #include <stdexcept>
@@ -20,7 +22,7 @@ bool NormalWorkerGroup::run_step() {
   // so nobody launches (a rank that did would wait for it in the first all-to-all).
   for (std::size_t rank : live_) {
     if (ranks_[rank].crashed) {
-      failed(rank, hal::HalError(ranks_[rank].device->id(), "step", hal::Xid::none,
+      failed(rank, hal::HalError(ranks_[rank].gpus.front().device->id(), "step", hal::Xid::none,
                                  "the worker process of normal rank " + std::to_string(rank) + " is not running"));
     }
   }
@@ -29,9 +31,13 @@ bool NormalWorkerGroup::run_step() {
   for (std::size_t rank : live_) {
     Rank& r = ranks_[rank];
     try {
-      if (r.reload_bytes > 0) reload_experts(r, rank);
+      for (Gpu& g : r.gpus) {
+        if (g.reload_bytes > 0) reload_experts(g, rank);
+      }
       issue_kv_copies(r);
-      if (!tbo) r.stream->launch(hal::refresh(*r.device, r.exec, r.builder->build(r.batch, tokens_)));
+      if (!tbo) {
+        for (Gpu& g : r.gpus) g.stream->launch(hal::refresh(*g.device, g.exec, g.builder->build(r.batch, tokens_)));
+      }
     } catch (const hal::HalError& e) {
       failed(rank, e);
     }
@@ -44,26 +50,27 @@ bool NormalWorkerGroup::run_step() {
     }
   }
   for (std::size_t rank : live_) {
-    Rank& r = ranks_[rank];
-    for (hal::Stream* s : {r.stream, r.stream_b}) {
-      if (s == nullptr) continue;
-      try {
-        s->synchronize();
-      } catch (const hal::HalError& e) {
-        failed(rank, e);
+    for (Gpu& g : ranks_[rank].gpus) {
+      for (hal::Stream* s : {g.stream, g.stream_b}) {
+        if (s == nullptr) continue;
+        try {
+          s->synchronize();
+        } catch (const hal::HalError& e) {
+          failed(rank, e);
+        }
       }
     }
   }
   return failures.empty() || step_failed(failures);
 }
 
-void NormalWorkerGroup::reload_experts(Rank& r, std::size_t rank) {
-  // Expert weights this rank took over come from the checkpoint copy in host memory, before the step.
-  const std::uint64_t bytes = std::min(r.reload_bytes, r.weights->bytes());
-  r.reload_bytes = 0;
+void NormalWorkerGroup::reload_experts(Gpu& g, std::size_t rank) {
+  // Expert weights this GPU took over come from the checkpoint copy in host memory, before the step.
+  const std::uint64_t bytes = std::min(g.reload_bytes, g.weights->bytes());
+  g.reload_bytes = 0;
   hal::Buffer staged;
   try {
-    staged = r.device->host_memory().allocate(bytes, "normal rank " + std::to_string(rank) + " expert reload");
+    staged = g.device->host_memory().allocate(bytes, "normal rank " + std::to_string(rank) + " expert reload");
   } catch (const hal::HalError& e) {
     // Host memory is full (the Grace KV tier took it): the weights come from storage instead, which
     // the emulation does not price; said so rather than failing the step.
@@ -71,17 +78,19 @@ void NormalWorkerGroup::reload_experts(Rank& r, std::size_t rank) {
                rt::Severity::warning);
     return;
   }
-  r.stream->copy(*r.weights, 0, staged, 0, bytes);
+  g.stream->copy(*g.weights, 0, staged, 0, bytes);
 }
 
 bool NormalWorkerGroup::step_failed(const std::vector<std::pair<std::int32_t, hal::HalError>>& failures) {
   for (std::size_t rank : live_) ranks_[rank].sched->abort_step(ranks_[rank].plan);
-  // Blame the rank whose GPU the error names (an aborted collective names the member that failed).
+  // Blame the rank one of whose GPUs the error names (an aborted collective names the member that failed).
   std::set<std::int32_t> told;
   for (const auto& [rank, e] : failures) {
     std::int32_t blamed = rank;
     for (std::size_t k : live_) {
-      if (ranks_[k].device->id() == e.device()) blamed = static_cast<std::int32_t>(k);
+      for (const Gpu& g : ranks_[k].gpus) {
+        if (g.device->id() == e.device()) blamed = static_cast<std::int32_t>(k);
+      }
     }
     if (!told.insert(blamed).second) continue;
     rt_.record("normal-group", "step_failed",
@@ -97,7 +106,10 @@ void NormalWorkerGroup::await_repair() {
   for (auto& change : std::exchange(deferred_, {})) change();  // asked for while the step ran
   while (!repaired_) {
     const bool healthy = std::all_of(live_.begin(), live_.end(), [this](std::size_t k) {
-      return ranks_[k].device->health() == hal::DeviceHealth::healthy && !ranks_[k].crashed;
+      const auto& gpus = ranks_[k].gpus;
+      return !ranks_[k].crashed && std::all_of(gpus.begin(), gpus.end(), [](const Gpu& g) {
+               return g.device->health() == hal::DeviceHealth::healthy;
+             });
     });
     if (healthy) {
       // A link or collective error on healthy GPUs: the communicator is gone, so retry on a new one.
@@ -112,22 +124,34 @@ void NormalWorkerGroup::await_repair() {
 void NormalWorkerGroup::rebuild_group(const std::string& why) {
   if (ep_group_) retired_groups_.push_back(std::exchange(ep_group_, nullptr));
   if (ep_group_b_) retired_groups_.push_back(std::exchange(ep_group_b_, nullptr));
+  for (Rank& r : ranks_) {
+    if (r.tp_group) retired_groups_.push_back(std::exchange(r.tp_group, nullptr));
+    if (r.tp_group_b) retired_groups_.push_back(std::exchange(r.tp_group_b, nullptr));
+  }
   ++generation_;
-  const auto n = static_cast<std::int64_t>(live_.size());
-  if (placement_ && n > 0) {
+  const auto gpus = static_cast<std::int64_t>(live_.size()) * tp_;
+  if (placement_ && gpus > 0) {
     std::vector<hal::DeviceId> ids;
-    for (std::size_t k : live_) ids.push_back(ranks_[k].device->id());
-    const std::string name = "ep" + std::to_string(n) + ".g" + std::to_string(generation_);
+    for (std::size_t k : live_) {
+      for (const Gpu& g : ranks_[k].gpus) ids.push_back(g.device->id());
+    }
+    const std::string name = "ep" + std::to_string(gpus) + ".g" + std::to_string(generation_);
     ep_group_ = collectives_.create_group(name, ids);
     if (cfg_.two_batch_overlap) ep_group_b_ = collectives_.create_group(name + "-tbo", ids);
     traffic_.emplace(*placement_, load_, model_.num_experts_per_tok);
   }
-  for (std::size_t m = 0; m < live_.size(); ++m) make_builders(ranks_[live_[m]], static_cast<std::int32_t>(m));
-  tokens_.assign(live_.size(), 0);
-  tokens_a_.assign(live_.size(), 0);
-  tokens_b_.assign(live_.size(), 0);
+  for (std::size_t m = 0; m < live_.size(); ++m) {
+    make_tp_groups(ranks_[live_[m]], live_[m]);
+    make_builders(ranks_[live_[m]], static_cast<std::int32_t>(static_cast<std::int64_t>(m) * tp_));
+  }
+  tokens_.assign(static_cast<std::size_t>(gpus), 0);
+  tokens_a_.assign(static_cast<std::size_t>(gpus), 0);
+  tokens_b_.assign(static_cast<std::size_t>(gpus), 0);
   rt_.record("normal-group", "ep_group_rebuilt",
-             {{"why", why}, {"ranks", n}, {"generation", generation_}, {"expert_imbalance", expert_imbalance()}});
+             {{"why", why},
+              {"ranks", static_cast<std::int64_t>(live_.size())},
+              {"generation", generation_},
+              {"expert_imbalance", expert_imbalance()}});
 }
 
 void NormalWorkerGroup::remove_rank(std::int32_t rank, const std::string& cause, RequestsTaken taken) {
@@ -142,35 +166,44 @@ void NormalWorkerGroup::remove_rank(std::int32_t rank, const std::string& cause,
     std::vector<RequestState> requests = r.sched->take_all();
     const std::int64_t dropped_blocks = r.kv->drop_gpu_cached();
     r.live = false;
-    r.reload_bytes = 0;
-    const auto member = static_cast<std::int64_t>(std::find(live_.begin(), live_.end(), static_cast<std::size_t>(rank)) - live_.begin());
-    live_.erase(live_.begin() + member);
+    for (Gpu& g : r.gpus) g.reload_bytes = 0;
+    const auto index = std::find(live_.begin(), live_.end(), static_cast<std::size_t>(rank)) - live_.begin();
+    live_.erase(live_.begin() + index);
+    // The rank's GPUs are EP members [first, first + tp).
+    const std::int64_t first = static_cast<std::int64_t>(index) * tp_;
     if (placement_ && !live_.empty()) {
       const double before = placement_->imbalance(load_);
-      const auto lost = placement_->experts_lost_with(member);
-      ExpertPlacement next = placement_->without_rank(member, load_);
+      // Its GPUs leave one by one, highest first, so the members below stay put.
+      std::size_t lost = 0;
+      ExpertPlacement next = *placement_;
+      for (std::int64_t member = first + tp_; member-- > first;) {
+        lost += next.experts_lost_with(member).size();
+        next = next.without_rank(member, load_);
+      }
       std::uint64_t reload = 0;
       for (std::int64_t k = 0; k < next.ranks(); ++k) {
-        const auto& had = placement_->experts_on(k < member ? k : k + 1);
+        const auto& had = placement_->experts_on(k < first ? k : k + tp_);
         for (std::int64_t e : next.experts_on(k)) {
           if (std::find(had.begin(), had.end(), e) != had.end()) continue;
-          ranks_[live_[static_cast<std::size_t>(k)]].reload_bytes += expert_bytes_;
+          ranks_[live_[static_cast<std::size_t>(k / tp_)]].gpus[static_cast<std::size_t>(k % tp_)].reload_bytes +=
+              expert_bytes_;
           reload += expert_bytes_;
         }
       }
       placement_ = std::move(next);
       const double after = placement_->imbalance(load_);
+      const std::int64_t next_members = placement_->ranks();
       // The MoE part of a step takes as long as its most loaded rank: fewer ranks, each more loaded.
       rt_.record("eplb", "experts_replaced",
                  {{"rank", rank},
-                  {"experts_only_there", lost.size()},
-                  {"ep_ranks", live_.size()},
+                  {"experts_only_there", lost},
+                  {"ep_ranks", live_.size() * static_cast<std::size_t>(tp_)},
                   {"slots_per_rank", placement_->slots_per_rank()},
                   {"reload_bytes", reload},
                   {"imbalance_before", before},
                   {"imbalance_after", after},
                   {"moe_load_per_rank_factor",
-                   after * static_cast<double>(live_.size() + 1) / (before * static_cast<double>(live_.size()))}},
+                   after * static_cast<double>(next_members + tp_) / (before * static_cast<double>(next_members))}},
                  rt::Severity::warning);
     }
     rebuild_group("rank " + std::to_string(rank) + " removed: " + cause);
@@ -194,8 +227,10 @@ void NormalWorkerGroup::restore_rank(std::int32_t rank) {
   auto change = [this, rank] {
     Rank& r = ranks_.at(static_cast<std::size_t>(rank));
     if (r.live) return;
-    if (r.device->health() != hal::DeviceHealth::healthy) {
-      throw std::logic_error("normal worker group: rank " + std::to_string(rank) + " cannot rejoin on an unhealthy GPU");
+    for (const Gpu& g : r.gpus) {
+      if (g.device->health() != hal::DeviceHealth::healthy) {
+        throw std::logic_error("normal worker group: rank " + std::to_string(rank) + " cannot rejoin on an unhealthy GPU");
+      }
     }
     r.live = true;
     r.crashed = false;
@@ -203,16 +238,21 @@ void NormalWorkerGroup::restore_rank(std::int32_t rank) {
     if (placement_) {
       // Placed afresh over the whole group, then without each rank still out (highest first, so the
       // lower indices stay put): the placement a group of these ranks would have had.
-      ExpertPlacement next(load_, static_cast<std::int64_t>(ranks_.size()), cfg_.redundant_experts);
-      for (std::size_t k = ranks_.size(); k-- > 0;) {
-        if (!ranks_[k].live) next = next.without_rank(static_cast<std::int64_t>(k), load_);
+      const auto gpus = static_cast<std::int64_t>(ranks_.size()) * tp_;
+      ExpertPlacement next(load_, gpus, cfg_.redundant_experts);
+      for (std::int64_t k = gpus; k-- > 0;) {
+        if (!ranks_[static_cast<std::size_t>(k / tp_)].live) next = next.without_rank(k, load_);
       }
       placement_ = std::move(next);
-      const auto member = std::find(live_.begin(), live_.end(), static_cast<std::size_t>(rank)) - live_.begin();
-      r.reload_bytes = static_cast<std::uint64_t>(placement_->experts_on(member).size()) * expert_bytes_;
+      const auto index = std::find(live_.begin(), live_.end(), static_cast<std::size_t>(rank)) - live_.begin();
+      for (Gpu& g : r.gpus) {
+        const std::int64_t member = static_cast<std::int64_t>(index) * tp_ + g.tp_rank;
+        g.reload_bytes = static_cast<std::uint64_t>(placement_->experts_on(member).size()) * expert_bytes_;
+      }
     }
     rebuild_group("rank " + std::to_string(rank) + " back");
-    rt_.record("normal-group", "rank_restored", {{"rank", rank}, {"ep_ranks", live_.size()}});
+    rt_.record("normal-group", "rank_restored",
+               {{"rank", rank}, {"ep_ranks", live_.size() * static_cast<std::size_t>(tp_)}});
     repaired_ = true;
     repair_.notify_all();
     new_work_ = true;
