@@ -1,20 +1,27 @@
 #include "emu/faults/fault_injector.h"
 
 #include <algorithm>
+#include <map>
 
 namespace nvl::emu {
 
 namespace {
-std::vector<std::int64_t> gpu_ids(const std::vector<hal::Device*>& gpus) {
-  std::vector<std::int64_t> ids;
-  for (const hal::Device* g : gpus) ids.push_back(g->id());
-  return ids;
+// Which DP rank (the router's numbering) and which prefill instance each GPU of the deployment serves.
+FaultTimeline timeline_of(const engine::PdSystem& system) {
+  std::map<std::int64_t, std::int64_t> rank_of_gpu, prefill_of_gpu;
+  for (std::int32_t r = 0; r < system.ranks(); ++r) {
+    for (const hal::DeviceId g : system.group_of(r).devices_of(system.local_rank(r))) rank_of_gpu[g] = r;
+  }
+  for (std::size_t i = 0; i < system.prefill_instances(); ++i) {
+    for (const hal::Device* g : system.prefill_gpus_of(i)) prefill_of_gpu[g->id()] = static_cast<std::int64_t>(i);
+  }
+  return FaultTimeline(std::move(rank_of_gpu), std::move(prefill_of_gpu));
 }
 }  // namespace
 
 FaultInjector::FaultInjector(rt::Runtime& rt, const FaultPlan& plan, rt::Time run_end, EmulatedCluster& cluster,
                              engine::PdSystem& system)
-    : rt_(rt), cluster_(cluster), system_(system), timeline_(gpu_ids(system.prefill_gpus())) {
+    : rt_(rt), cluster_(cluster), system_(system), timeline_(timeline_of(system)) {
   for (const ScheduledFault& f : plan.scheduled) schedule(f, false);
   rt::Rng& rng = rt.rng("faults");
   for (const RandomFault& r : plan.random) {

@@ -9,7 +9,8 @@ std::size_t FaultTimeline::hit(rt::Time t, FaultKind kind, const FaultTarget& ta
   e.kind = kind;
   e.target = target.type == FaultTarget::Type::none ? "router" : target.text;
   e.gpu = target.type == FaultTarget::Type::gpu ? target.gpu : -1;
-  e.prefill = e.gpu >= 0 && std::find(prefill_gpus_.begin(), prefill_gpus_.end(), e.gpu) != prefill_gpus_.end();
+  if (const auto r = rank_of_gpu_.find(e.gpu); r != rank_of_gpu_.end()) e.rank = r->second;
+  if (const auto p = prefill_of_gpu_.find(e.gpu); p != prefill_of_gpu_.end()) e.prefill_instance = p->second;
   e.random = random;
   e.hit = t;
   entries_.push_back(std::move(e));
@@ -35,27 +36,29 @@ const std::initializer_list<FaultKind> kWorkerFaults = {FaultKind::gpu_lost, Fau
 bool is_worker_fault(FaultKind k) { return std::find(kWorkerFaults.begin(), kWorkerFaults.end(), k) != kWorkerFaults.end(); }
 }  // namespace
 
-FaultEntry* FaultTimeline::open(std::int64_t gpu, std::initializer_list<FaultKind> kinds, bool detected) {
+FaultEntry* FaultTimeline::open(std::int64_t rank, std::initializer_list<FaultKind> kinds, bool detected) {
   for (auto it = entries_.rbegin(); it != entries_.rend(); ++it) {
-    if (it->gpu != gpu || std::find(kinds.begin(), kinds.end(), it->kind) == kinds.end()) continue;
+    if (it->rank < 0 || it->rank != rank || std::find(kinds.begin(), kinds.end(), it->kind) == kinds.end()) continue;
     if (detected ? (it->detected && !it->recovered) : !it->detected) return &*it;
   }
   return nullptr;
 }
 
-FaultEntry* FaultTimeline::declared(std::int64_t gpu) {
+FaultEntry* FaultTimeline::declared(std::int64_t rank, std::int64_t prefill) {
   for (auto it = entries_.rbegin(); it != entries_.rend(); ++it) {
-    if ((gpu < 0 ? it->prefill : it->gpu == gpu) && is_worker_fault(it->kind) && it->detected) return &*it;
+    const bool on = prefill >= 0 ? it->prefill_instance == prefill : it->rank >= 0 && it->rank == rank;
+    if (on && is_worker_fault(it->kind) && it->detected) return &*it;
   }
   return nullptr;
 }
 
-// The prefill worker's records: one TP group over its GPUs, so a declaration answers every fault on
-// any of them that is still open.
+// A prefill instance's records (the first instance's name none): one TP group over its GPUs, so a
+// declaration answers every fault on any of them that is still open.
 void FaultTimeline::on_prefill_record(rt::Time t, std::string_view kind, const nlohmann::json& fields) {
+  const std::int64_t instance = fields.contains("instance") ? fields.at("instance").get<std::int64_t>() : 0;
   const auto each = [&](auto&& fn) {
     for (FaultEntry& e : entries_) {
-      if (e.prefill && is_worker_fault(e.kind)) fn(e);
+      if (e.prefill_instance == instance && is_worker_fault(e.kind)) fn(e);
     }
   };
   if (kind == "prefill_worker_declared_dead") {
@@ -66,9 +69,9 @@ void FaultTimeline::on_prefill_record(rt::Time t, std::string_view kind, const n
       e.detail["declared_why"] = fields.at("why");
     });
   } else if (kind == "prefill_worker_removed") {
-    if (FaultEntry* e = declared(-1)) e->requests_affected += fields.at("requests").get<std::int64_t>();
+    if (FaultEntry* e = declared(-1, instance)) e->requests_affected += fields.at("requests").get<std::int64_t>();
   } else if (kind == "local_prefill_instead") {
-    if (FaultEntry* e = declared(-1)) ++e->requests_affected;
+    if (FaultEntry* e = declared(-1, instance)) ++e->requests_affected;
   } else if (kind == "prefill_worker_out") {
     each([&](FaultEntry& e) {
       if (e.kind != FaultKind::gpu_lost || e.recovered) return;
@@ -99,7 +102,6 @@ void FaultTimeline::on_record(rt::Time t, std::string_view source, std::string_v
     // Routed to the rank before it was declared, it went elsewhere.
     if (FaultEntry* e = declared(fields.at("dead_rank").get<std::int64_t>())) ++e->requests_affected;
   } else if (source == "health" && kind == "rank_declared_dead") {
-    // Normal rank r runs on GPU r.
     if (FaultEntry* e = open(fields.at("rank").get<std::int64_t>(), kWorkerFaults, false)) {
       e->detected = t;
       e->detected_by = fields.at("how").get<std::string>();

@@ -5,6 +5,7 @@
 // back); faults the engine has nothing to notice (a slow link, a throttled GPU) show only their hit and
 // their end.
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -20,8 +21,9 @@ namespace nvl::emu {
 struct FaultEntry {
   FaultKind kind = FaultKind::gpu_lost;
   std::string target;
-  std::int64_t gpu = -1;  // GPU faults: the GPU (= the normal rank for normal GPUs)
-  bool prefill = false;   // on a GPU of the prefill worker
+  std::int64_t gpu = -1;               // GPU faults: the GPU
+  std::int64_t rank = -1;              // the DP rank whose GPUs hold it (the router's numbering)
+  std::int64_t prefill_instance = -1;  // or the prefill instance whose GPUs hold it
   bool random = false;
   rt::Time hit;
   std::optional<rt::Time> detected, recovered;
@@ -35,8 +37,10 @@ struct FaultEntry {
 
 class FaultTimeline {
  public:
-  // The prefill worker's GPUs: its records name no GPU, faults on these answer to them.
-  explicit FaultTimeline(std::vector<std::int64_t> prefill_gpus = {}) : prefill_gpus_(std::move(prefill_gpus)) {}
+  // Which DP rank and which prefill instance each GPU serves: the records name ranks and instances,
+  // the faults GPUs.
+  FaultTimeline(std::map<std::int64_t, std::int64_t> rank_of_gpu = {}, std::map<std::int64_t, std::int64_t> prefill_of_gpu = {})
+      : rank_of_gpu_(std::move(rank_of_gpu)), prefill_of_gpu_(std::move(prefill_of_gpu)) {}
   // A fault hit now; returns its index.
   std::size_t hit(rt::Time t, FaultKind kind, const FaultTarget& target, bool random);
   void detected(std::size_t i, rt::Time t, std::string by);
@@ -50,14 +54,16 @@ class FaultTimeline {
   nlohmann::json to_json() const;
 
  private:
-  // The latest fault of these kinds on `gpu` not yet detected (or, `detected`, detected but not recovered).
-  FaultEntry* open(std::int64_t gpu, std::initializer_list<FaultKind> kinds, bool detected);
-  // The latest detected fault that takes a worker down (GPU lost, ECC, crash) on `gpu`, or on any GPU of
-  // the prefill worker (gpu < 0), recovered or not: the one a request moved off that worker answers to.
-  FaultEntry* declared(std::int64_t gpu);
+  // The latest fault of these kinds on a GPU of DP rank `rank` not yet detected (or, `detected`,
+  // detected but not recovered).
+  FaultEntry* open(std::int64_t rank, std::initializer_list<FaultKind> kinds, bool detected);
+  // The latest detected fault that takes a worker down (GPU lost, ECC, crash) on a GPU of DP rank `rank`,
+  // or of prefill instance `prefill`, recovered or not: the one a request moved off that worker answers to.
+  FaultEntry* declared(std::int64_t rank, std::int64_t prefill = -1);
   void on_prefill_record(rt::Time t, std::string_view kind, const nlohmann::json& fields);
 
-  std::vector<std::int64_t> prefill_gpus_;
+  std::map<std::int64_t, std::int64_t> rank_of_gpu_;
+  std::map<std::int64_t, std::int64_t> prefill_of_gpu_;
   std::vector<FaultEntry> entries_;
 };
 

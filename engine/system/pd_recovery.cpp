@@ -101,7 +101,7 @@ void PdSystem::declare_prefill_dead(std::size_t instance, const std::string& why
   p.worker->take_down(why);
   for (const auto& [id, rank] : held) reprefill(rank, id, "prefill_worker_down", why);
   nlohmann::json removed{{"why", why}, {"requests", held.size()}};
-  if (prefills_.size() > 1) removed["instance"] = instance;
+  if (instance > 0) removed["instance"] = instance;
   rt_.record("pd", "prefill_worker_removed", std::move(removed), rt::Severity::warning);
   // It comes back after a reset of the GPUs that need one, or a restart of its process. Its TP group
   // cannot run without a lost GPU: then it stays out.

@@ -102,6 +102,7 @@ void PdSystem::add_decode_instance(rt::Runtime& rt, const ModelProfile& model, h
   const std::size_t g = groups_.size();
   const auto base = static_cast<std::int32_t>(slots_.size());
   for (hal::Device* gpu : d.gpus) devices_[gpu->id()] = gpu;
+  d.group.first_rank = base;
   groups_.push_back(std::make_unique<NormalWorkerGroup>(
       rt, model, d.gpus, collectives, d.group,
       [this, base](std::int32_t local, const StepOutcome& o) { on_normal_tokens(base + local, o); },
@@ -120,7 +121,6 @@ void PdSystem::add_decode_instance(rt::Runtime& rt, const ModelProfile& model, h
     group.kv(local).subscribe([this, r](const KvEvent& e) {
       proto::ControlMessage m;
       *m.mutable_kv_event() = to_message(e);
-      m.mutable_kv_event()->set_rank(r);  // the router's rank, not the rank inside the instance
       control_.send(rank_address(r), router_address_, std::move(m));
     });
   }
@@ -187,12 +187,6 @@ std::optional<std::size_t> PdSystem::prefill_of_gpu(hal::DeviceId gpu) const {
     }
   }
   return std::nullopt;
-}
-
-std::vector<hal::Device*> PdSystem::prefill_gpus() const {
-  std::vector<hal::Device*> out;
-  for (const PrefillSlot& p : prefills_) out.insert(out.end(), p.gpus.begin(), p.gpus.end());
-  return out;
 }
 
 std::uint64_t PdSystem::transfer_bytes() const {
@@ -429,8 +423,9 @@ void PdSystem::rank_schedule(std::int32_t rank, const proto::ScheduleOnRank& s) 
     if (prefills_.at(instance).down) {
       // Routed to a prefill instance before it was declared dead: the rank prefills it itself.
       forget_prefill(request.id);
-      rt_.record("pd", "local_prefill_instead",
-                 {{"request", request.id}, {"rank", rank}, {"why", *prefills_[instance].down}}, rt::Severity::warning);
+      nlohmann::json instead{{"request", request.id}, {"rank", rank}, {"why", *prefills_[instance].down}};
+      if (instance > 0) instead["instance"] = instance;
+      rt_.record("pd", "local_prefill_instead", std::move(instead), rt::Severity::warning);
       const auto t = timings_.find(request.id);
       if (t != timings_.end()) {
         t->second.path = PrefillPath::local;

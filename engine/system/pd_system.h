@@ -148,8 +148,7 @@ class PdSystem {
   // the restart; a lost GPU (Xid 79) keeps it out.
   void crash_prefill_worker(std::size_t instance = 0);
   bool prefill_worker_down(std::size_t instance = 0) const { return prefills_.at(instance).down.has_value(); }
-  // Every prefill instance's GPUs, instance after instance.
-  std::vector<hal::Device*> prefill_gpus() const;
+  const std::vector<hal::Device*>& prefill_gpus_of(std::size_t instance) const { return prefills_.at(instance).gpus; }
   // The router restarts: its prefix index is gone and is rebuilt from the ranks' republished KV events.
   void restart_router();
   // The rank's Grace memory lost its KV blocks: they leave the index; later hits are recomputed.

@@ -142,7 +142,7 @@ NormalWorkerGroup::NormalWorkerGroup(rt::Runtime& rt, const ModelProfile& model,
                                                       gpu_tag(g) + " KV (Grace)");
       }
     }
-    rank.kv = std::make_unique<KvCacheManager>(KvCacheConfig{.rank = static_cast<std::int32_t>(r),
+    rank.kv = std::make_unique<KvCacheManager>(KvCacheConfig{.rank = cfg_.first_rank + static_cast<std::int32_t>(r),
                                                              .gpu_blocks = gpu_blocks,
                                                              .grace_blocks = grace_blocks,
                                                              .block_tokens = cfg_.block_tokens,

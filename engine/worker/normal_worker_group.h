@@ -34,6 +34,9 @@ struct NormalGroupConfig {
   // GPUs per DP rank, splitting its attention heads (and dense FFN, shared expert, vocabulary): the
   // group's devices are dp x attention_tp, DP rank r on devices [r * tp, (r + 1) * tp).
   std::int64_t attention_tp = 1;
+  // The system's number of this group's DP rank 0 (the router numbers the ranks of every instance in one
+  // list): the rank the group's KV events and event-log records name.
+  std::int32_t first_rank = 0;
   WeightDtypes weights;
   hal::DType kv_dtype = hal::DType::fp8;
   std::int64_t block_tokens = 64;

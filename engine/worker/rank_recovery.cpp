@@ -74,7 +74,7 @@ void NormalWorkerGroup::reload_experts(Gpu& g, std::size_t rank) {
   } catch (const hal::HalError& e) {
     // Host memory is full (the Grace KV tier took it): the weights come from storage instead, which
     // the emulation does not price; said so rather than failing the step.
-    rt_.record("eplb", "expert_reload_unpriced", {{"rank", rank}, {"bytes", bytes}, {"error", e.what()}},
+    rt_.record("eplb", "expert_reload_unpriced", {{"rank", cfg_.first_rank + static_cast<std::int32_t>(rank)}, {"bytes", bytes}, {"error", e.what()}},
                rt::Severity::warning);
     return;
   }
@@ -94,7 +94,7 @@ bool NormalWorkerGroup::step_failed(const std::vector<std::pair<std::int32_t, ha
     }
     if (!told.insert(blamed).second) continue;
     rt_.record("normal-group", "step_failed",
-               {{"rank", blamed}, {"xid", static_cast<int>(e.cause())}, {"error", e.what()}, {"step", steps_}},
+               {{"rank", cfg_.first_rank + blamed}, {"xid", static_cast<int>(e.cause())}, {"error", e.what()}, {"step", steps_}},
                rt::Severity::warning);
     if (on_failure_) on_failure_(blamed, e);
   }
@@ -195,7 +195,7 @@ void NormalWorkerGroup::remove_rank(std::int32_t rank, const std::string& cause,
       const std::int64_t next_members = placement_->ranks();
       // The MoE part of a step takes as long as its most loaded rank: fewer ranks, each more loaded.
       rt_.record("eplb", "experts_replaced",
-                 {{"rank", rank},
+                 {{"rank", cfg_.first_rank + rank},
                   {"experts_only_there", lost},
                   {"ep_ranks", live_.size() * static_cast<std::size_t>(tp_)},
                   {"slots_per_rank", placement_->slots_per_rank()},
@@ -208,7 +208,7 @@ void NormalWorkerGroup::remove_rank(std::int32_t rank, const std::string& cause,
     }
     rebuild_group("rank " + std::to_string(rank) + " removed: " + cause);
     rt_.record("normal-group", "rank_removed",
-               {{"rank", rank}, {"cause", cause}, {"requests", requests.size()}, {"kv_blocks_dropped", dropped_blocks}},
+               {{"rank", cfg_.first_rank + rank}, {"cause", cause}, {"requests", requests.size()}, {"kv_blocks_dropped", dropped_blocks}},
                rt::Severity::warning);
     repaired_ = true;
     repair_.notify_all();
@@ -252,7 +252,7 @@ void NormalWorkerGroup::restore_rank(std::int32_t rank) {
     }
     rebuild_group("rank " + std::to_string(rank) + " back");
     rt_.record("normal-group", "rank_restored",
-               {{"rank", rank}, {"ep_ranks", live_.size() * static_cast<std::size_t>(tp_)}});
+               {{"rank", cfg_.first_rank + rank}, {"ep_ranks", live_.size() * static_cast<std::size_t>(tp_)}});
     repaired_ = true;
     repair_.notify_all();
     new_work_ = true;
@@ -269,7 +269,7 @@ void NormalWorkerGroup::crash(std::int32_t rank) {
   Rank& r = ranks_.at(static_cast<std::size_t>(rank));
   if (!r.live || r.crashed) return;
   r.crashed = true;
-  rt_.record("normal-group", "worker_crashed", {{"rank", rank}}, rt::Severity::warning);
+  rt_.record("normal-group", "worker_crashed", {{"rank", cfg_.first_rank + rank}}, rt::Severity::warning);
   // Its state is gone with the process: the next step fails on it.
   new_work_ = true;
   work_.notify_all();

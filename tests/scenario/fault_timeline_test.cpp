@@ -1,6 +1,8 @@
 // The fault timeline built from the event log: a dead rank's or the prefill worker's declaration marks
 // the fault detected, the requests moved off it (taken, redirected, prefilled locally instead) are
 // counted on it, and its removal or return marks it recovered.
+#include <map>
+
 #include <gtest/gtest.h>
 
 #include "emu/faults/fault_timeline.h"
@@ -19,7 +21,13 @@ FaultTarget gpu(std::int64_t g) {
 }
 
 // Prefill worker on GPUs 8-15.
-FaultTimeline timeline() { return FaultTimeline({8, 9, 10, 11, 12, 13, 14, 15}); }
+// Normal rank r on GPU r (0-7), the prefill worker on GPUs 8-15.
+FaultTimeline timeline() {
+  std::map<std::int64_t, std::int64_t> ranks, prefill;
+  for (std::int64_t g = 0; g < 8; ++g) ranks[g] = g;
+  for (std::int64_t g = 8; g < 16; ++g) prefill[g] = 0;
+  return FaultTimeline(ranks, prefill);
+}
 
 TEST(FaultTimeline, ALostRankCountsTheRequestsTakenAndThoseRedirectedFromIt) {
   FaultTimeline tl = timeline();
@@ -38,8 +46,9 @@ TEST(FaultTimeline, APrefillGpuLostIsDetectedByTheWorkersDeclarationAndRecovered
   FaultTimeline tl = timeline();
   const std::size_t i = tl.hit(at(2), FaultKind::gpu_lost, gpu(10), false);
   const std::size_t normal = tl.hit(at(2), FaultKind::gpu_ecc, gpu(1), false);
-  EXPECT_TRUE(tl.at(i).prefill);
-  EXPECT_FALSE(tl.at(normal).prefill);
+  EXPECT_EQ(tl.at(i).prefill_instance, 0);
+  EXPECT_EQ(tl.at(normal).prefill_instance, -1);
+  EXPECT_EQ(tl.at(normal).rank, 1);
   tl.on_record(at(2.1), "health", "prefill_worker_declared_dead",
                {{"how", "operation_error"}, {"why", "GPU 10 lost (Xid 79) under the prefill worker"}});
   tl.on_record(at(2.1), "pd", "prefill_worker_removed", {{"requests", 3}, {"why", "GPU 10 lost"}});
@@ -52,6 +61,26 @@ TEST(FaultTimeline, APrefillGpuLostIsDetectedByTheWorkersDeclarationAndRecovered
   EXPECT_NE(e.recovery.find("rest of the run"), std::string::npos) << e.recovery;
   EXPECT_EQ(e.requests_affected, 4);
   EXPECT_FALSE(tl.at(normal).detected) << "the normal rank's fault is not the prefill worker's";
+}
+
+TEST(FaultTimeline, RecordsAnswerTheFaultsOfTheirOwnRankAndPrefillInstance) {
+  // Two prefill instances (GPUs 8-11 and 12-15) and DP ranks of two GPUs each (attention TP2): the
+  // records name ranks and instances, the faults GPUs.
+  std::map<std::int64_t, std::int64_t> ranks, prefill;
+  for (std::int64_t g = 0; g < 8; ++g) ranks[g] = g / 2;
+  for (std::int64_t g = 8; g < 16; ++g) prefill[g] = g < 12 ? 0 : 1;
+  FaultTimeline tl(ranks, prefill);
+  const std::size_t second_gpu_of_rank_1 = tl.hit(at(1), FaultKind::gpu_lost, gpu(3), false);
+  const std::size_t on_instance_0 = tl.hit(at(1), FaultKind::gpu_ecc, gpu(9), false);
+  const std::size_t on_instance_1 = tl.hit(at(1), FaultKind::gpu_ecc, gpu(13), false);
+  tl.on_record(at(1.1), "health", "rank_declared_dead", {{"rank", 1}, {"how", "health_check"}, {"why", "Xid 79"}});
+  tl.on_record(at(1.1), "health", "prefill_worker_declared_dead", {{"instance", 1}, {"how", "health_check"}, {"why", "Xid 48"}});
+  EXPECT_TRUE(tl.at(second_gpu_of_rank_1).detected);
+  EXPECT_TRUE(tl.at(on_instance_1).detected);
+  EXPECT_FALSE(tl.at(on_instance_0).detected) << "instance 1's declaration does not answer instance 0's fault";
+  tl.on_record(at(1.2), "pd", "prefill_worker_removed", {{"instance", 1}, {"why", "Xid 48"}, {"requests", 4}});
+  EXPECT_EQ(tl.at(on_instance_1).requests_affected, 4);
+  EXPECT_EQ(tl.at(on_instance_0).requests_affected, 0);
 }
 
 TEST(FaultTimeline, AnEccErrorAndACrashOnThePrefillWorkerRecoverWhenItIsBack) {
