@@ -80,6 +80,9 @@ void check_pool(const Scenario& s, const engine::ModelProfile& model, std::size_
     fail("eplb.redundant_experts", std::to_string(experts) + " routed + " + std::to_string(redundant) +
                                        " redundant experts are not a multiple of EP" + std::to_string(p.ep));
   }
+  if (p.mtp_draft_tokens > 0 && model.num_nextn_predict_layers == 0) {
+    fail("mtp_draft_tokens", "MTP drafts need the model's MTP modules, and " + model.name + " has none");
+  }
   if (p.token_budget - 1 < p.mtp_draft_tokens) {  // written so that a huge draft count cannot overflow
     fail("token_budget", std::to_string(p.token_budget) + " tokens cannot hold one decode step with " +
                              std::to_string(p.mtp_draft_tokens) + " MTP draft tokens (mtp_draft_tokens)");

@@ -98,6 +98,28 @@ TEST(DeploymentCheck, NegativeThresholdsAndSizesAreNamed) {
   }
 }
 
+TEST(DeploymentCheck, MtpDraftsOnAModelWithoutMtpModulesAreRejected) {
+  expect_has(load_error({"model.profile=kimi-k2.5", kDep + "mtp_draft_tokens=1", kPrefill + "tp=8"}),
+             "deployment.pools[0].mtp_draft_tokens: MTP drafts need the model's MTP modules, and Kimi-K2.5 has none");
+}
+
+TEST(DeploymentCheck, DeepSeeksEp144OverEighteenH800NodesIsExpressible) {
+  // DeepSeek's own decode layout: 18 HGX H800 nodes, EP144 (256 experts + 32 redundant = 2 per GPU).
+  const Scenario s = load_scenario(kSmallPd, {"cluster.gpu_profile=h800", "cluster.fabric_profile=hgx-h800", "cluster.units=18",
+                                              R"(deployment.pools=[{"name": "d", "role": "mixed", "dp": 144, "ep": 144, "eplb": {"redundant_experts": 32}}])"});
+  EXPECT_EQ(s.deployment.pools[0].instance_gpus.front().size(), 144u);
+  EXPECT_EQ(s.deployment.cluster_gpus(), 144);
+  EXPECT_EQ(build_error({"cluster.gpu_profile=h800", "cluster.fabric_profile=hgx-h800", "cluster.units=18",
+                         R"(deployment.pools=[{"name": "d", "role": "mixed", "dp": 144, "ep": 144, "eplb": {"redundant_experts": 32}}])"}),
+            "")
+      << "the weights fit in 80 GB per GPU and the 144 ranks build";
+  expect_has(load_error({"cluster.gpu_profile=h800", "cluster.fabric_profile=hgx-h800", "cluster.units=18",
+                         R"(deployment.pools=[{"name": "d", "role": "mixed", "dp": 144, "ep": 144}])"}),
+             "256 routed experts do not divide over EP144 without redundant experts");
+  // EP256 needs four GB300 racks (256 GPUs); the router indexes that many ranks.
+  EXPECT_EQ(load_error({"cluster.units=4", R"(deployment.pools=[{"name": "d", "role": "mixed", "dp": 256, "ep": 256}])"}), "");
+}
+
 TEST(DeploymentCheck, PipelineStagesOnADecodingPoolAreRejected) {
   expect_has(load_error({kDep + "pp=2"}), "deployment.pools[0].pp: a mixed pool decodes every step");
 }

@@ -41,6 +41,12 @@ moving = {"gpu-lost", "worker-crash", "prefill-gpu-lost", "prefill-gpu-ecc", "pr
 if name in moving and not all(f["requests_affected"] > 0 for f in faults):
     sys.exit("FAIL: %s: the fault hits a worker holding requests, yet requests_affected is %s"
              % (where, [f["requests_affected"] for f in faults]))
+if name == "prefill-instance-lost":
+    # Instance 0 is lost at 10 s: the prefill path stays on and instance 1 takes the long prompts from then
+    # on (with one prefill instance, prefill-gpu-lost.json, every prompt goes to local prefill instead).
+    lost, survivor = [p for p in r["pools"] if p["role"] == "prefill"]
+    if survivor["prefilled"] <= lost["prefilled"] or r["routing"]["prefill_worker"] < lost["prefilled"] + survivor["prefilled"]:
+        sys.exit("FAIL: %s: the surviving prefill instance did not take over: %s %s" % (where, r["pools"], r["routing"]))
 words = {"down", "partition", "Xid", "lost", "failed", "exited", "aborted"}
 for reason in r["requests"]["failed_by_reason"]:
     if not reason or not any(w in reason for w in words):
