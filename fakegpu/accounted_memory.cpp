@@ -21,7 +21,7 @@ hal::Buffer AccountedMemory::allocate(std::uint64_t bytes, const std::string& ta
     throw hal::HalError(device, what, hal::Xid::none,
                         "'" + tag + "' asked for " + std::to_string(bytes) + " bytes but only " +
                             std::to_string(capacity_ - used_) + " of " + std::to_string(capacity_) + " are free on " +
-                            source_);
+                            source_ + " (" + std::to_string(bytes - (capacity_ - used_)) + " bytes short)");
   }
   const std::uint64_t handle = next_handle_++;
   live_.emplace(handle, bytes);

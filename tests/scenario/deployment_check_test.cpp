@@ -157,7 +157,8 @@ TEST(DeploymentCheck, AModelThatDoesNotFitInHbmSaysWhichPoolGpuAndHowManyBytes) 
   const std::string e = build_error({"model.profile=glm-5", R"(deployment.pools=[{"name": "one", "role": "aggregated"}])"});
   expect_has(e, "deployment.pools[0]: does not fit: GLM-5 on pool 'one' instance 0 (GPU 0)");
   expect_has(e, "asked for ");
-  expect_has(e, "279000000000 are free on gpu0");
+  expect_has(e, "279000000000 are free on gpu0 (");
+  expect_has(e, " bytes short)");
   // A prefill instance's GPU is named as such.
   const std::string p = build_error({"model.profile=glm-5", kPrefill + "tp=1"});
   expect_has(p, "deployment.pools[1]: does not fit: GLM-5 on pool 'prefill' instance 0 (GPU 8)");
