@@ -278,7 +278,9 @@ RunReport run_once(const Scenario& sc, const RunControls& controls, std::vector<
   r.event_log_hash = rt.log().hash_hex();
   r.stop_reason = quiescent ? "quiescent" : "time_limit";
   r.sim_time_s = rt.now().since_start().seconds();
-  r.gpus = static_cast<std::uint64_t>(deployment.cluster().fleet().size());
+  // The deployment's GPUs: a pool placed in a second rack leaves the first rack's other GPUs idle and
+  // emulated, but they serve nothing and count in no per-GPU figure.
+  r.gpus = sc.deployment.decoding_gpus().size() + sc.deployment.prefill_gpus().size();
   r.requests_total = driver->submitted();
   r.requests_in_flight = driver->outstanding();
   std::vector<double> ttft, tpot, e2e;
