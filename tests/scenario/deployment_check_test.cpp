@@ -117,7 +117,7 @@ TEST(DeploymentCheck, DeepSeeksEp144OverEighteenH800NodesIsExpressible) {
                          R"(deployment.pools=[{"name": "d", "role": "mixed", "dp": 144, "ep": 144}])"}),
              "256 routed experts do not divide over EP144 without redundant experts");
   // EP256 needs four GB300 racks (256 GPUs); the router indexes that many ranks.
-  EXPECT_EQ(load_error({"cluster.units=4", R"(deployment.pools=[{"name": "d", "role": "mixed", "dp": 256, "ep": 256}])"}), "");
+  EXPECT_EQ(build_error({"cluster.units=4", R"(deployment.pools=[{"name": "d", "role": "mixed", "dp": 256, "ep": 256}])"}), "");
 }
 
 TEST(DeploymentCheck, PipelineStagesOnADecodingPoolAreRejected) {
