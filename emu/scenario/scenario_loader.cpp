@@ -246,6 +246,19 @@ Scenario load_scenario(const std::filesystem::path& path, const std::vector<std:
   const auto spec = fabric::make_cluster(s.cluster.fabric_profile, static_cast<int>(s.cluster.units));
   check_deployment(s);
   place_pools(dep.pools, static_cast<std::int64_t>(spec.node.gpus()), s.cluster.units, file, s.cluster.fabric_profile);
+  if (dep.kv_transfer_path == "nvlink") {
+    // NVLink ends at the rack (or node): P/D KV between units can only cross the NICs.
+    const auto unit = [&](std::int64_t gpu) { return gpu / static_cast<std::int64_t>(spec.node.gpus()); };
+    for (const std::int64_t p : dep.prefill_gpus()) {
+      for (const std::int64_t g : dep.decoding_gpus()) {
+        if (unit(p) == unit(g)) continue;
+        throw rt::InputError(file, "deployment.kv_transfer_path",
+                             "nvlink does not reach from prefill GPU " + std::to_string(p) + " (" + spec.node.unit_name + " " +
+                                 std::to_string(unit(p)) + ") to decoding GPU " + std::to_string(g) + " (" +
+                                 spec.node.unit_name + " " + std::to_string(unit(g)) + "): use rdma");
+      }
+    }
+  }
 
   rt::JsonReader w = top.object("workload");
   s.workload.source = w.string("source");

@@ -148,6 +148,14 @@ TEST(DeploymentCheck, Nvfp4OnADeviceWithoutFp4IsRejected) {
   expect_has(load_error({kDep + "weights=int3"}), "deployment.pools[0].weights: 'int3' is not one of bf16, fp8, nvfp4");
 }
 
+TEST(DeploymentCheck, NvlinkKvBetweenRacksIsRejected) {
+  const std::vector<std::string> racks{"cluster.units=2", kPrefill + R"(gpus={"rack": 1})"};
+  EXPECT_EQ(load_error(racks), "");
+  auto nvlink = racks;
+  nvlink.push_back("deployment.kv_transfer_path=nvlink");
+  expect_has(load_error(nvlink), "deployment.kv_transfer_path: nvlink does not reach from prefill GPU 72 (rack 1) to decoding GPU 0 (rack 0): use rdma");
+}
+
 TEST(DeploymentCheck, PoolsMustAgreeOnTheKvDtype) {
   expect_has(load_error({kPrefill + "kv_dtype=bf16"}), "deployment.pools[1].kv_dtype: KV moves between the pools as it is stored");
 }
