@@ -148,6 +148,44 @@ TEST(GreenContexts, OutsideTheOpenUnitIntervalOrWithTwoBatchOverlapIsRejected) {
   EXPECT_THROW(make(0.3, true), std::invalid_argument);
 }
 
+// EPLB under SM partitions: rebalances still happen (each deferred until neither side steps, its
+// weight moves before either's next step) and every request still gets each of its tokens.
+TEST(GreenContexts, RebalancesWaitForBothSidesAndEveryTokenArrives) {
+  rt::VirtualRuntime rt;
+  rt.log().keep_records(true);
+  emu::EmulatedCluster cluster(rt, "gb300", "gb300-nvl72", kRanks);
+  const ModelProfile model = load_model_profile(model_profile_path("deepseek-v3"));
+  NormalGroupConfig cfg;
+  cfg.sm_partition_prefill = 0.3;
+  cfg.expert_skew = 0.6;
+  cfg.redundant_experts = kRanks;
+  cfg.expert_drift_interval_steps = 4;
+  cfg.expert_drift_fraction = 0.5;
+  cfg.eplb_interval_steps = 3;
+  std::map<RequestId, std::int64_t> tokens;
+  NormalWorkerGroup group(
+      rt, model, cluster.devices(0, kRanks), cluster.collectives(), cfg,
+      [&](std::int32_t, const StepOutcome& o) { tokens[o.id] += o.new_output_tokens; },
+      [](std::int32_t, RequestId id, const std::string& why) { ADD_FAILURE() << id << ": " << why; });
+  group.start();
+  RequestId id = 1;
+  for (std::int32_t r = 0; r < kRanks; ++r) {
+    for (const auto& [prompt, output] : {std::pair<std::int64_t, std::int64_t>{512, 40}, {512, 40}, {16'384, 2}}) {
+      RequestState q;
+      q.id = id++;
+      q.prompt_tokens = prompt;
+      q.max_output_tokens = output;
+      group.submit(r, std::move(q));
+    }
+  }
+  rt.run();
+  for (RequestId k = 1; k < id; ++k) EXPECT_EQ(tokens[k], k % 3 == 0 ? 2 : 40) << k;
+  int rebalances = 0;
+  for (const std::string& line : rt.log().lines()) rebalances += line.find("\"rebalanced\"") != std::string::npos ? 1 : 0;
+  EXPECT_GE(rebalances, 1);
+  for (std::int32_t r = 0; r < kRanks; ++r) EXPECT_EQ(group.kv(r).gpu().used_blocks(), 0) << r;
+}
+
 // A GPU lost while both sides step: the failed step stops both, the rank is removed between steps,
 // and its requests finish on the others with every token delivered once.
 TEST(GreenContexts, ALostGpuStopsBothSidesAndItsRequestsFinishElsewhere) {
