@@ -44,6 +44,7 @@ engine::NormalGroupConfig group_config(const ScenarioDeployment& dep, const Scen
   g.scheduler.chunk_tokens = p.chunk_tokens;
   g.scheduler.draft_tokens = p.mtp_draft_tokens;
   g.two_batch_overlap = p.two_batch_overlap;
+  g.sm_partition_prefill = p.sm_partition_prefill;
   g.redundant_experts = p.eplb.redundant_experts;
   g.expert_skew = p.eplb.expert_skew;
   g.eplb_interval_steps = p.eplb.interval_steps;

@@ -87,7 +87,9 @@ void check_pool(const Scenario& s, const engine::ModelProfile& model, std::size_
     fail("token_budget", std::to_string(p.token_budget) + " tokens cannot hold one decode step with " +
                              std::to_string(p.mtp_draft_tokens) + " MTP draft tokens (mtp_draft_tokens)");
   }
-  if (p.sm_partition_prefill > 0) fail("sm_partition", "SM partitions (green contexts) are not modelled yet");
+  if (p.sm_partition_prefill > 0 && p.two_batch_overlap) {
+    fail("sm_partition", "SM partitions (green contexts) and two_batch_overlap exclude each other: choose one");
+  }
   try {
     (void)hal::dtype_from_string(p.kv_dtype);
   } catch (const std::invalid_argument&) {

@@ -138,14 +138,15 @@ void RankScheduler::preempt(RequestState& r) {
   waiting_.push_front(&r);
 }
 
-StepPlan RankScheduler::plan_step() {
+StepPlan RankScheduler::plan_step(StepKind kind) {
   StepPlan plan;
   std::int64_t budget = cfg_.token_budget;
   const std::int64_t per_decode = 1 + cfg_.draft_tokens;
 
-  // Decodes first, oldest first; the newest running request gives way when KV runs out. Preemption
-  // only ever removes the last running request, so walking by index visits each survivor once.
-  for (std::size_t k = 0; k < running_.size(); ++k) {
+  // Decodes first, oldest first; the newest running request not in a step gives way when KV runs out.
+  // In one batch that is always the last running request (the step's own items come before it); a
+  // victim before the walk's position shifts it back one, so each survivor is still visited once.
+  for (std::size_t k = 0; kind != StepKind::prefill && k < running_.size(); ++k) {
     RequestState* r = running_[k];
     if (r->phase != RequestState::Phase::decode) continue;  // prefilling
     if (budget < per_decode) break;
@@ -154,13 +155,17 @@ StepPlan RankScheduler::plan_step() {
     // tokens cross into a new block (once in block_tokens steps): the rest skip the cache's lookup.
     const bool grows = kv_.blocks_for(r->computed_tokens + per_decode) > kv_.blocks_for(r->computed_tokens);
     while (grows && !kv_.extend(r->id, r->computed_tokens + per_decode)) {
-      RequestState* victim = running_.back();
+      // r itself is not in a step, so there is always one.
+      const auto v = std::find_if(running_.rbegin(), running_.rend(), [](const RequestState* q) { return !q->in_step; });
+      RequestState* victim = *v;
+      const auto at = static_cast<std::size_t>(running_.rend() - v - 1);
       plan.preempted.push_back(victim->id);
       preempt(*victim);
       if (victim == r) {
         preempted_self = true;
         break;
       }
+      if (at < k) --k;
     }
     if (preempted_self) continue;
     plan.items.push_back(StepItem{r->id, r->computed_tokens, per_decode, true, false, r});
@@ -177,6 +182,7 @@ StepPlan RankScheduler::plan_step() {
     plan.prefill_tokens += n;
     budget -= n;
   };
+  if (kind == StepKind::decode) return plan;
   for (RequestState* r : running_) {
     if (r->phase == RequestState::Phase::prefill && budget > 0) add_chunk(*r);
   }

@@ -26,6 +26,11 @@ struct SchedulerConfig {
   std::int64_t draft_tokens = 0;     // MTP: tokens each decode step proposes beyond the first
 };
 
+// What a step runs: decodes and prefill chunks in one batch, or, with prefill and decode on separate SM
+// partitions (green contexts), only the decodes or only the prefill chunks and admissions, each side
+// planned while the other's step may still be running.
+enum class StepKind { batch, decode, prefill };
+
 // What a step delivered to one request.
 struct StepOutcome {
   RequestId id = 0;
@@ -51,8 +56,9 @@ class RankScheduler {
   // The transfer failed for good: the request is prefilled here instead (it never disappears).
   void receive_failed(RequestId id);
 
-  // Plans the next step (and takes its KV). An empty plan means nothing can run now.
-  StepPlan plan_step();
+  // Plans the next step of that kind (and takes its KV). An empty plan means nothing can run now.
+  // Requests in a step still running are left out, and never preempted: their KV is in use.
+  StepPlan plan_step(StepKind kind = StepKind::batch);
   // The step ran: advance every item. accepted_drafts(id) says how many MTP drafts each decode kept.
   std::vector<StepOutcome> complete_step(const StepPlan& plan,
                                          const std::function<std::int64_t(RequestId)>& accepted_drafts);

@@ -59,6 +59,7 @@ NormalWorkerGroup::NormalWorkerGroup(rt::Runtime& rt, const ModelProfile& model,
       kernels_(model, tp_, cfg_.weights, cfg_.kv_dtype),
       collectives_(collectives),
       repair_(rt, "normal group: repair after a failed step"),
+      between_(rt, "normal group: between steps"),
       work_(rt, "normal group: new requests") {
   work_.mark_idle_point();
   const auto n = static_cast<std::int64_t>(devices.size());
@@ -88,6 +89,12 @@ NormalWorkerGroup::NormalWorkerGroup(rt::Runtime& rt, const ModelProfile& model,
         "normal worker group: expert_drift_interval_steps and eplb_interval_steps must be >= 0, "
         "expert_drift_fraction in [0, 1] and eplb_min_improvement in [0, 1)");
   }
+  if (cfg_.sm_partition_prefill != 0 && !(cfg_.sm_partition_prefill > 0 && cfg_.sm_partition_prefill < 1)) {
+    throw std::invalid_argument("normal worker group: sm_partition_prefill must be 0 (one batch) or in (0, 1)");
+  }
+  if (sm_partitioned() && cfg_.two_batch_overlap) {
+    throw std::invalid_argument("normal worker group: SM partitions and two-batch overlap exclude each other");
+  }
   if (cfg_.expert_skew > 0) {
     popularity_.emplace(model.n_routed_experts, cfg_.expert_skew, rt.rng("expert-popularity"));
     load_ = popularity_->load();
@@ -102,6 +109,7 @@ NormalWorkerGroup::NormalWorkerGroup(rt::Runtime& rt, const ModelProfile& model,
     traffic_.emplace(*placement_, load_, model.num_experts_per_tok);
     ep_group_ = collectives.create_group("ep" + std::to_string(n), ids);
     if (cfg_.two_batch_overlap) ep_group_b_ = collectives.create_group("ep" + std::to_string(n) + "-tbo", ids);
+    if (sm_partitioned()) ep_group_p_ = collectives.create_group("ep" + std::to_string(n) + "-prefill", ids);
     expert_bytes_ = weights_.routed_expert_bytes / static_cast<std::uint64_t>(weights_.expert_slots);
     routed_counts_.assign(static_cast<std::size_t>(model.n_routed_experts), 0);
   } else if (cfg_.two_batch_overlap) {
@@ -150,7 +158,13 @@ NormalWorkerGroup::NormalWorkerGroup(rt::Runtime& rt, const ModelProfile& model,
                                                              .grace_policy = cfg_.grace_policy});
     rank.sched = std::make_unique<RankScheduler>(*rank.kv, cfg_.scheduler, make_scheduling_policy(cfg_.scheduling_policy));
     for (Gpu& g : rank.gpus) {
-      g.stream = &g.device->create_stream(gpu_tag(g));
+      if (sm_partitioned()) {
+        // Green contexts: each side's kernels run on its own share of the SMs.
+        g.stream = &g.device->create_stream(gpu_tag(g) + " decode", 1 - cfg_.sm_partition_prefill);
+        g.stream_p = &g.device->create_stream(gpu_tag(g) + " prefill", cfg_.sm_partition_prefill);
+      } else {
+        g.stream = &g.device->create_stream(gpu_tag(g));
+      }
       if (cfg_.two_batch_overlap) {
         g.stream_b = &g.device->create_stream(gpu_tag(g) + " micro-batch 2");
         g.copies_done = g.device->create_event(gpu_tag(g) + " KV copies");
@@ -160,7 +174,7 @@ NormalWorkerGroup::NormalWorkerGroup(rt::Runtime& rt, const ModelProfile& model,
     make_builders(rank, static_cast<std::int32_t>(r * tp_));
     live_.push_back(static_cast<std::size_t>(r));
   }
-  tokens_.resize(static_cast<std::size_t>(n));
+  for (auto& t : tokens_) t.resize(static_cast<std::size_t>(n));
   tokens_a_.resize(static_cast<std::size_t>(n));
   tokens_b_.resize(static_cast<std::size_t>(n));
 }
@@ -168,7 +182,12 @@ NormalWorkerGroup::NormalWorkerGroup(rt::Runtime& rt, const ModelProfile& model,
 void NormalWorkerGroup::start() {
   if (started_) throw std::logic_error("normal worker group started twice");
   started_ = true;
-  rt_.spawn("normal-group", [this] { loop(); }, rt::SpawnOptions{.daemon = true});
+  if (sm_partitioned()) {
+    rt_.spawn("normal-group-decode", [this] { loop(StepKind::decode); }, rt::SpawnOptions{.daemon = true});
+    rt_.spawn("normal-group-prefill", [this] { loop(StepKind::prefill); }, rt::SpawnOptions{.daemon = true});
+  } else {
+    rt_.spawn("normal-group", [this] { loop(StepKind::batch); }, rt::SpawnOptions{.daemon = true});
+  }
 }
 
 void NormalWorkerGroup::submit(std::int32_t rank, RequestState request) {
@@ -176,7 +195,7 @@ void NormalWorkerGroup::submit(std::int32_t rank, RequestState request) {
   if (!r.live) throw std::logic_error("normal worker group: request " + std::to_string(request.id) + " sent to rank " +
                                       std::to_string(rank) + ", which is out of the group");
   r.sched->enqueue(std::move(request));
-  new_work_ = true;
+  new_work_.fill(true);
   work_.notify_all();
 }
 
@@ -190,13 +209,13 @@ std::optional<AdmitPlan> NormalWorkerGroup::receive(std::int32_t rank, RequestSt
 
 void NormalWorkerGroup::received(std::int32_t rank, RequestId id) {
   on_tokens_(rank, ranks_.at(static_cast<std::size_t>(rank)).sched->received(id));
-  new_work_ = true;
+  new_work_.fill(true);
   work_.notify_all();
 }
 
 void NormalWorkerGroup::receive_failed(std::int32_t rank, RequestId id) {
   ranks_.at(static_cast<std::size_t>(rank)).sched->receive_failed(id);
-  new_work_ = true;
+  new_work_.fill(true);
   work_.notify_all();
 }
 
@@ -215,6 +234,7 @@ void NormalWorkerGroup::make_tp_groups(Rank& rank, std::size_t index) {
   rank.tp_group = collectives_.create_group(name, ids);
   // Each micro-batch's all-reduces on a communicator of their own, as its all-to-alls are.
   if (cfg_.two_batch_overlap) rank.tp_group_b = collectives_.create_group(name + "-tbo", ids);
+  if (sm_partitioned()) rank.tp_group_p = collectives_.create_group(name + "-prefill", ids);
 }
 
 void NormalWorkerGroup::make_builders(Rank& rank, std::int32_t member) {
@@ -237,6 +257,16 @@ void NormalWorkerGroup::make_builders(Rank& rank, std::int32_t member) {
                            .mtp = cfg_.scheduler.draft_tokens > 0,
                            .tp_rank = g.tp_rank});
     }
+    if (sm_partitioned()) {
+      g.builder_p = std::make_unique<StepGraphBuilder>(
+          kernels_, traffic_ ? &*traffic_ : nullptr,
+          StepGraphOptions{.ep_group = ep_group_p_,
+                           .tp_group = rank.tp_group_p,
+                           .rank = member + g.tp_rank,
+                           .local_experts = weights_.expert_slots,
+                           .mtp = cfg_.scheduler.draft_tokens > 0,
+                           .tp_rank = g.tp_rank});
+    }
   }
 }
 
@@ -251,46 +281,50 @@ RankLoad NormalWorkerGroup::load(std::int32_t rank) const {
   return l;
 }
 
-bool NormalWorkerGroup::plan_all() {
+bool NormalWorkerGroup::plan_all(StepKind kind) {
+  const std::size_t l = lane(kind);
   bool any = false;
   for (std::size_t m = 0; m < live_.size(); ++m) {
     const std::size_t r = live_[m];
     Rank& rank = ranks_[r];
-    rank.plan = rank.sched->plan_step();
-    for (RequestId id : rank.plan.rejected) {
+    StepPlan& plan = rank.plan[l];
+    RankBatch& batch = rank.batch[l];
+    plan = rank.sched->plan_step(kind);
+    for (RequestId id : plan.rejected) {
       on_reject_(static_cast<std::int32_t>(r), id, "prompt and output need more KV blocks than rank " + std::to_string(r) + " holds");
     }
-    rank.batch.prefills.clear();
-    rank.batch.decodes.clear();
-    for (const StepItem& item : rank.plan.items) {
+    batch.prefills.clear();
+    batch.decodes.clear();
+    for (const StepItem& item : plan.items) {
       if (item.decode) {
-        rank.batch.decodes.push_back(DecodeSpan{item.context_tokens, item.new_tokens});
+        batch.decodes.push_back(DecodeSpan{item.context_tokens, item.new_tokens});
       } else {
-        rank.batch.prefills.push_back(PrefillSpan{item.context_tokens, item.new_tokens, item.last_chunk});
+        batch.prefills.push_back(PrefillSpan{item.context_tokens, item.new_tokens, item.last_chunk});
       }
     }
-    const std::int64_t tokens = rank.batch.tokens();
+    const std::int64_t tokens = batch.tokens();
     for (std::int64_t t = 0; t < tp_; ++t) {
-      tokens_[m * static_cast<std::size_t>(tp_) + static_cast<std::size_t>(t)] = tp_slice(tokens, t, tp_);
+      tokens_[l][m * static_cast<std::size_t>(tp_) + static_cast<std::size_t>(t)] = tp_slice(tokens, t, tp_);
     }
-    any = any || !rank.plan.empty();
+    any = any || !plan.empty();
   }
   return any;
 }
 
-void NormalWorkerGroup::issue_kv_copies(Rank& r) {
+void NormalWorkerGroup::issue_kv_copies(Rank& r, StepKind kind) {
   const std::vector<KvCopy> copies = r.kv->take_copies();
   // Each GPU moves its part of the blocks: all of them under MLA, its KV heads' share under GQA.
   const std::uint64_t parts = block_bytes_ / gpu_block_bytes_;
   for (Gpu& g : r.gpus) {
     if (!g.kv_grace) continue;
     for (const KvCopy& c : copies) {
-      // In-order on the step's stream: loads land before the prefill that uses them; spills overlap nothing.
+      // In-order on the stepping side's stream: loads land before the prefill that uses them; spills
+      // overlap nothing.
       const bool load = c.direction == KvCopy::Direction::grace_to_gpu;
       const hal::Buffer& dst = load ? *g.kv_gpu : *g.kv_grace;
       const hal::Buffer& src = load ? *g.kv_grace : *g.kv_gpu;
       const std::uint64_t bytes = std::min({c.bytes / parts, dst.bytes(), src.bytes()});
-      if (bytes > 0) g.stream->copy(dst, 0, src, 0, bytes);
+      if (bytes > 0) stream_of(g, kind).copy(dst, 0, src, 0, bytes);
     }
   }
 }
@@ -307,8 +341,8 @@ bool NormalWorkerGroup::two_batch_step() const {
   std::int64_t prefill = 0, decode = 0;
   for (std::size_t i : live_) {
     const Rank& r = ranks_[i];
-    prefill += r.plan.prefill_tokens;
-    decode += r.plan.decode_tokens;
+    prefill += r.plan[0].prefill_tokens;
+    decode += r.plan[0].decode_tokens;
   }
   return prefill > decode;
 }
@@ -317,7 +351,7 @@ void NormalWorkerGroup::launch_two_batches() {
   std::vector<std::array<RankBatch, 2>> micro;
   micro.reserve(live_.size());
   for (std::size_t i = 0; i < live_.size(); ++i) {
-    micro.push_back(split_two_batches(ranks_[live_[i]].batch));
+    micro.push_back(split_two_batches(ranks_[live_[i]].batch[0]));
     const std::int64_t a = micro.back()[0].tokens(), b = micro.back()[1].tokens();
     for (std::int64_t t = 0; t < tp_; ++t) {
       const std::size_t member = i * static_cast<std::size_t>(tp_) + static_cast<std::size_t>(t);
@@ -336,40 +370,69 @@ void NormalWorkerGroup::launch_two_batches() {
   }
 }
 
-void NormalWorkerGroup::loop() {
+void NormalWorkerGroup::loop(StepKind kind) {
+  const std::size_t l = lane(kind);
   for (;;) {
-    new_work_ = false;
-    stepping_ = true;
-    if (!plan_all()) {
-      stepping_ = false;
-      for (auto& change : std::exchange(deferred_, {})) change();
+    // A rank change asked for during the other side's step, or a repair, comes before a new step.
+    between_.wait([this] { return deferred_.empty() && !failed_; });
+    new_work_[l] = false;
+    ++stepping_;
+    if (!plan_all(kind)) {
+      step_over();
       // Work that arrived while planning (a reject handler may route more here) is not slept through.
-      work_.wait([this] { return new_work_; });
+      work_.wait([this, l] { return new_work_[l]; });
       continue;
     }
-    if (!run_step()) {
-      stepping_ = false;
-      await_repair();
+    if (!run_step(kind)) {
+      // The first side to fail repairs the group; a side failing meanwhile waits for that repair.
+      const bool repairs = !failed_;
+      if (repairs) {
+        failed_ = true;
+        repaired_ = false;
+      }
+      step_over();
+      if (repairs) {
+        await_repair();
+        failed_ = false;
+        between_.notify_all();
+      }
       continue;
     }
     for (std::size_t m = 0; m < live_.size(); ++m) {
       Rank& r = ranks_[live_[m]];
-      for (const StepOutcome& o : r.sched->complete_step(r.plan, [this](RequestId) { return accepted_drafts(); })) {
+      for (const StepOutcome& o : r.sched->complete_step(r.plan[l], [this](RequestId) { return accepted_drafts(); })) {
         on_tokens_(static_cast<std::int32_t>(live_[m]), o);
       }
     }
     ++steps_;
-    if (placement_) track_experts();
-    stepping_ = false;
-    for (auto& change : std::exchange(deferred_, {})) change();
+    if (placement_) track_experts(kind);
+    if (sm_partitioned()) {
+      // Prefills that finished now decode; decodes that finished freed KV and running slots.
+      new_work_.fill(true);
+      work_.notify_all();
+    }
+    step_over();
   }
 }
 
-void NormalWorkerGroup::track_experts() {
+void NormalWorkerGroup::step_over() {
+  if (--stepping_ > 0) return;
+  // In order, each left queued while it runs, so that no side starts a step meanwhile (a rebalance
+  // waits for its weights to move) and changes asked for during it apply after it.
+  while (!deferred_.empty()) {
+    const std::function<void()> change = std::move(deferred_.front());
+    change();
+    deferred_.erase(deferred_.begin());
+  }
+  between_.notify_all();
+}
+
+void NormalWorkerGroup::track_experts(StepKind kind) {
   const auto top_k = model_.num_experts_per_tok;
   if (cfg_.eplb_interval_steps > 0) {
     // Expected counts: the step's tokens times top-k, spread by the popularity the step ran under.
-    const std::int64_t tokens = std::accumulate(tokens_.begin(), tokens_.end(), std::int64_t{0});
+    const auto& step_tokens = tokens_[lane(kind)];
+    const std::int64_t tokens = std::accumulate(step_tokens.begin(), step_tokens.end(), std::int64_t{0});
     const auto pairs = static_cast<double>(tokens * top_k);
     for (std::size_t e = 0; e < routed_counts_.size(); ++e) {
       routed_counts_[e] += static_cast<std::uint64_t>(std::llround(pairs * load_[e]));
@@ -379,7 +442,19 @@ void NormalWorkerGroup::track_experts() {
     return interval > 0 && steps_ % static_cast<std::uint64_t>(interval) == 0;
   };
   // The rebalance sees only the steps before it; a drift at the same step takes effect after it.
-  if (every(cfg_.eplb_interval_steps)) rebalance();
+  if (every(cfg_.eplb_interval_steps)) {
+    if (sm_partitioned()) {
+      // The weights move while no step runs: once the other side's step has ended too. Rank changes
+      // asked for meanwhile wait for it, as they wait for a step.
+      deferred_.push_back([this] {
+        ++stepping_;
+        rebalance();
+        --stepping_;
+      });
+    } else {
+      rebalance();
+    }
+  }
   if (drift_rng_ != nullptr && every(cfg_.expert_drift_interval_steps)) {
     popularity_->drift(cfg_.expert_drift_fraction, *drift_rng_);
     load_ = popularity_->load();

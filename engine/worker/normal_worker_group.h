@@ -4,7 +4,10 @@
 // attention heads (joined by all-reduces every layer); every GPU is an EP member holding whole
 // experts. The ranks step in lockstep, because every MoE layer's all-to-all joins them; a rank with
 // nothing to do runs an empty batch and still takes part, as SGLang does. Each DP rank has its own
-// scheduler and KV cache (GPU HBM and a Grace tier).
+// scheduler and KV cache (GPU HBM and a Grace tier). With SM partitions (green contexts, SGLang's
+// PD-multiplexing) decode and prefill step apart: two lockstep loops over the same ranks, KV caches
+// and schedulers, each on its own streams (SM share) and EP communicator.
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -65,6 +68,10 @@ struct NormalGroupConfig {
   // Two-batch overlap on prefill-heavy steps (more prefill than decode tokens over the group): each
   // rank's batch runs as two micro-batches on two streams, one's all-to-all beside the other's compute.
   bool two_batch_overlap = false;
+  // SM partitions (green contexts): the SM share of each GPU's prefill stream, in (0, 1); decode gets
+  // the rest. Decode steps then run every iteration beside the prefill chunks instead of waiting for
+  // them in one batch. 0: one batch. Excludes two-batch overlap.
+  double sm_partition_prefill = 0;
 };
 
 // What a step delivered to a request on a rank, with the time it happened.
@@ -156,6 +163,11 @@ class NormalWorkerGroup {
     // Each stream's step exec, updated to every step's graph rather than instantiated anew.
     std::shared_ptr<hal::GraphExec> exec;
     std::shared_ptr<hal::GraphExec> exec_b;
+    // SM partitions: the prefill side's stream (its SM share), builder and exec; the decode side runs
+    // on `stream`.
+    hal::Stream* stream_p = nullptr;
+    std::unique_ptr<StepGraphBuilder> builder_p;
+    std::shared_ptr<hal::GraphExec> exec_p;
     std::shared_ptr<hal::GpuEvent> copies_done;
     std::uint64_t reload_bytes = 0;  // expert weights to load from host memory before the next step
   };
@@ -163,22 +175,32 @@ class NormalWorkerGroup {
     std::vector<Gpu> gpus;
     std::shared_ptr<hal::CommGroup> tp_group;    // null at tp 1
     std::shared_ptr<hal::CommGroup> tp_group_b;  // the second micro-batch's all-reduces
+    std::shared_ptr<hal::CommGroup> tp_group_p;  // the prefill side's all-reduces (SM partitions)
     std::unique_ptr<KvCacheManager> kv;
     std::unique_ptr<RankScheduler> sched;
-    StepPlan plan;
-    RankBatch batch;
+    // Per side (lane()): the step planned and its batch.
+    std::array<StepPlan, 2> plan;
+    std::array<RankBatch, 2> batch;
     bool live = true;     // stepping with the group (false: removed after a fault)
     bool crashed = false;  // its worker process is dead
     bool leaving = false;  // removal asked for (applies after the running step): no longer routed to
   };
-  void loop();
-  bool plan_all();
+  // The step loop of one side: batch (one batch), or decode and prefill (SM partitions), each a fiber.
+  bool sm_partitioned() const { return cfg_.sm_partition_prefill > 0; }
+  static std::size_t lane(StepKind kind) { return kind == StepKind::prefill ? 1 : 0; }
+  static hal::Stream& stream_of(Gpu& g, StepKind kind) { return kind == StepKind::prefill ? *g.stream_p : *g.stream; }
+  void loop(StepKind kind);
+  bool plan_all(StepKind kind);
   // Launches the planned step on every live rank and waits for it; false (the step undone) on failure.
-  bool run_step();
-  void reload_experts(Gpu& g, std::size_t rank);
-  // Undoes the step on every live rank and reports the ranks the errors name; false.
-  bool step_failed(const std::vector<std::pair<std::int32_t, hal::HalError>>& failures);
-  // After a failed step: waits for the group to be repaired, or retries on a new communicator.
+  bool run_step(StepKind kind);
+  void reload_experts(Gpu& g, hal::Stream& stream, std::size_t rank);
+  // Undoes the side's step on every live rank and reports the ranks the errors name; false.
+  bool step_failed(StepKind kind, const std::vector<std::pair<std::int32_t, hal::HalError>>& failures);
+  // A side's step is over (done, empty or failed): the rank changes asked for meanwhile apply once no
+  // side steps.
+  void step_over();
+  // After a failed step: waits for the other side's step to end and the group to be repaired, or
+  // retries on a new communicator.
   void await_repair();
   // A new EP communicator (and TP ones), placement and step builders over the live ranks.
   void rebuild_group(const std::string& why);
@@ -186,12 +208,12 @@ class NormalWorkerGroup {
   // `member`: the rank's first GPU in the EP group (the i-th live rank's GPUs are members i * tp ...).
   void make_builders(Rank& rank, std::int32_t member);
   // Launches the KV copies the rank's cache asks for on each of its GPUs (each moves its own part).
-  void issue_kv_copies(Rank& r);
+  void issue_kv_copies(Rank& r, StepKind kind);
   bool two_batch_step() const;
   void launch_two_batches();
   std::int64_t accepted_drafts();
   // After each step: count the step's routed tokens per expert, drift the popularity, rebalance.
-  void track_experts();
+  void track_experts(StepKind kind);
   void rebalance();
 
   rt::Runtime& rt_;
@@ -216,8 +238,9 @@ class NormalWorkerGroup {
   std::optional<MoeTraffic> traffic_;
   std::shared_ptr<hal::CommGroup> ep_group_;
   std::shared_ptr<hal::CommGroup> ep_group_b_;  // the second micro-batch's all-to-alls
+  std::shared_ptr<hal::CommGroup> ep_group_p_;  // the prefill side's all-to-alls (SM partitions)
   std::vector<Rank> ranks_;
-  std::vector<std::int64_t> tokens_;                // per EP member (GPU) of the live ranks
+  std::array<std::vector<std::int64_t>, 2> tokens_;  // per side, per EP member (GPU) of the live ranks
   std::vector<std::int64_t> tokens_a_, tokens_b_;  // per micro-batch, under two-batch overlap
   hal::Collectives& collectives_;
   StepFailureSink on_failure_;
@@ -225,11 +248,13 @@ class NormalWorkerGroup {
   std::vector<std::shared_ptr<hal::CommGroup>> retired_groups_;  // aborted ones, kept for late callbacks
   std::int64_t generation_ = 0;    // communicators built so far
   bool repaired_ = false;
-  bool stepping_ = false;                           // between planning a step and completing it
+  bool failed_ = false;                             // a step failed: no side steps until the repair
+  int stepping_ = 0;                                // sides between planning a step and completing it
   std::vector<std::function<void()>> deferred_;     // rank changes asked for while stepping
   rt::Condition repair_;                            // a failed step waits here for a change
-  rt::Condition work_;   // an idle point: the stepping fiber waits here when every rank is idle
-  bool new_work_ = false;
+  rt::Condition between_;  // a side waits here for the other's step to end, or a change or repair to apply
+  rt::Condition work_;   // an idle point: the stepping fibers wait here when every rank is idle
+  std::array<bool, 2> new_work_{};
   std::uint64_t steps_ = 0;
   bool started_ = false;
 };

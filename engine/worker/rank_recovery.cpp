@@ -3,8 +3,10 @@
 // split over all of them); the group waits (it cannot step while a member is dead: the MoE all-to-all
 // joins every GPU) until the dead rank is taken out, then goes on over a new EP communicator without
 // the rank's GPUs, with the experts re-placed. A rank whose GPUs were reset (or whose worker
-// restarted) rejoins later.
+// restarted) rejoins later. With SM partitions a failed step on either side stops both: the other
+// side ends the step it runs, starts no other, and the group changes only once neither side steps.
 #include <algorithm>
+#include <array>
 #include <set>
 #include <stdexcept>
 #include <utility>
@@ -13,7 +15,7 @@
 
 namespace nvl::engine {
 
-bool NormalWorkerGroup::run_step() {
+bool NormalWorkerGroup::run_step(StepKind kind) {
   std::vector<std::pair<std::int32_t, hal::HalError>> failures;
   const auto failed = [&](std::size_t rank, const hal::HalError& e) {
     failures.emplace_back(static_cast<std::int32_t>(rank), e);
@@ -26,17 +28,25 @@ bool NormalWorkerGroup::run_step() {
                                  "the worker process of normal rank " + std::to_string(rank) + " is not running"));
     }
   }
-  if (!failures.empty()) return step_failed(failures);
+  if (!failures.empty()) return step_failed(kind, failures);
   const bool tbo = two_batch_step();
+  const std::size_t l = lane(kind);
   for (std::size_t rank : live_) {
     Rank& r = ranks_[rank];
     try {
+      // Expert weights reload on whichever side steps first after a rank change.
       for (Gpu& g : r.gpus) {
-        if (g.reload_bytes > 0) reload_experts(g, rank);
+        if (g.reload_bytes > 0) reload_experts(g, stream_of(g, kind), rank);
       }
-      issue_kv_copies(r);
+      issue_kv_copies(r, kind);
       if (!tbo) {
-        for (Gpu& g : r.gpus) g.stream->launch(hal::refresh(*g.device, g.exec, g.builder->build(r.batch, tokens_)));
+        for (Gpu& g : r.gpus) {
+          if (kind == StepKind::prefill) {
+            g.stream_p->launch(hal::refresh(*g.device, g.exec_p, g.builder_p->build(r.batch[l], tokens_[l])));
+          } else {
+            g.stream->launch(hal::refresh(*g.device, g.exec, g.builder->build(r.batch[l], tokens_[l])));
+          }
+        }
       }
     } catch (const hal::HalError& e) {
       failed(rank, e);
@@ -51,7 +61,10 @@ bool NormalWorkerGroup::run_step() {
   }
   for (std::size_t rank : live_) {
     for (Gpu& g : ranks_[rank].gpus) {
-      for (hal::Stream* s : {g.stream, g.stream_b}) {
+      // Each side waits for its own streams only.
+      const auto streams = kind == StepKind::prefill ? std::array<hal::Stream*, 2>{g.stream_p, nullptr}
+                                                     : std::array<hal::Stream*, 2>{g.stream, g.stream_b};
+      for (hal::Stream* s : streams) {
         if (s == nullptr) continue;
         try {
           s->synchronize();
@@ -61,10 +74,10 @@ bool NormalWorkerGroup::run_step() {
       }
     }
   }
-  return failures.empty() || step_failed(failures);
+  return failures.empty() || step_failed(kind, failures);
 }
 
-void NormalWorkerGroup::reload_experts(Gpu& g, std::size_t rank) {
+void NormalWorkerGroup::reload_experts(Gpu& g, hal::Stream& stream, std::size_t rank) {
   // Expert weights this GPU took over come from the checkpoint copy in host memory, before the step.
   const std::uint64_t bytes = std::min(g.reload_bytes, g.weights->bytes());
   g.reload_bytes = 0;
@@ -78,11 +91,12 @@ void NormalWorkerGroup::reload_experts(Gpu& g, std::size_t rank) {
                rt::Severity::warning);
     return;
   }
-  g.stream->copy(*g.weights, 0, staged, 0, bytes);
+  stream.copy(*g.weights, 0, staged, 0, bytes);
 }
 
-bool NormalWorkerGroup::step_failed(const std::vector<std::pair<std::int32_t, hal::HalError>>& failures) {
-  for (std::size_t rank : live_) ranks_[rank].sched->abort_step(ranks_[rank].plan);
+bool NormalWorkerGroup::step_failed(StepKind kind,
+                                    const std::vector<std::pair<std::int32_t, hal::HalError>>& failures) {
+  for (std::size_t rank : live_) ranks_[rank].sched->abort_step(ranks_[rank].plan[lane(kind)]);
   // Blame the rank one of whose GPUs the error names (an aborted collective names the member that failed).
   std::set<std::int32_t> told;
   for (const auto& [rank, e] : failures) {
@@ -102,8 +116,8 @@ bool NormalWorkerGroup::step_failed(const std::vector<std::pair<std::int32_t, ha
 }
 
 void NormalWorkerGroup::await_repair() {
-  repaired_ = false;
-  for (auto& change : std::exchange(deferred_, {})) change();  // asked for while the step ran
+  // Changes asked for while the steps ran have applied once this holds (step_over).
+  between_.wait([this] { return stepping_ == 0; });
   while (!repaired_) {
     const bool healthy = std::all_of(live_.begin(), live_.end(), [this](std::size_t k) {
       const auto& gpus = ranks_[k].gpus;
@@ -124,9 +138,11 @@ void NormalWorkerGroup::await_repair() {
 void NormalWorkerGroup::rebuild_group(const std::string& why) {
   if (ep_group_) retired_groups_.push_back(std::exchange(ep_group_, nullptr));
   if (ep_group_b_) retired_groups_.push_back(std::exchange(ep_group_b_, nullptr));
+  if (ep_group_p_) retired_groups_.push_back(std::exchange(ep_group_p_, nullptr));
   for (Rank& r : ranks_) {
     if (r.tp_group) retired_groups_.push_back(std::exchange(r.tp_group, nullptr));
     if (r.tp_group_b) retired_groups_.push_back(std::exchange(r.tp_group_b, nullptr));
+    if (r.tp_group_p) retired_groups_.push_back(std::exchange(r.tp_group_p, nullptr));
   }
   ++generation_;
   const auto gpus = static_cast<std::int64_t>(live_.size()) * tp_;
@@ -138,13 +154,14 @@ void NormalWorkerGroup::rebuild_group(const std::string& why) {
     const std::string name = "ep" + std::to_string(gpus) + ".g" + std::to_string(generation_);
     ep_group_ = collectives_.create_group(name, ids);
     if (cfg_.two_batch_overlap) ep_group_b_ = collectives_.create_group(name + "-tbo", ids);
+    if (sm_partitioned()) ep_group_p_ = collectives_.create_group(name + "-prefill", ids);
     traffic_.emplace(*placement_, load_, model_.num_experts_per_tok);
   }
   for (std::size_t m = 0; m < live_.size(); ++m) {
     make_tp_groups(ranks_[live_[m]], live_[m]);
     make_builders(ranks_[live_[m]], static_cast<std::int32_t>(static_cast<std::int64_t>(m) * tp_));
   }
-  tokens_.assign(static_cast<std::size_t>(gpus), 0);
+  for (auto& t : tokens_) t.assign(static_cast<std::size_t>(gpus), 0);
   tokens_a_.assign(static_cast<std::size_t>(gpus), 0);
   tokens_b_.assign(static_cast<std::size_t>(gpus), 0);
   rt_.record("normal-group", "ep_group_rebuilt",
@@ -212,7 +229,7 @@ void NormalWorkerGroup::remove_rank(std::int32_t rank, const std::string& cause,
                rt::Severity::warning);
     repaired_ = true;
     repair_.notify_all();
-    new_work_ = true;
+    new_work_.fill(true);
     work_.notify_all();
     taken(std::move(requests));
   };
@@ -255,7 +272,7 @@ void NormalWorkerGroup::restore_rank(std::int32_t rank) {
                {{"rank", cfg_.first_rank + rank}, {"ep_ranks", live_.size() * static_cast<std::size_t>(tp_)}});
     repaired_ = true;
     repair_.notify_all();
-    new_work_ = true;
+    new_work_.fill(true);
     work_.notify_all();
   };
   if (stepping_) {
@@ -271,7 +288,7 @@ void NormalWorkerGroup::crash(std::int32_t rank) {
   r.crashed = true;
   rt_.record("normal-group", "worker_crashed", {{"rank", cfg_.first_rank + rank}}, rt::Severity::warning);
   // Its state is gone with the process: the next step fails on it.
-  new_work_ = true;
+  new_work_.fill(true);
   work_.notify_all();
 }
 

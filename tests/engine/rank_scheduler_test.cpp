@@ -129,6 +129,56 @@ TEST(RankScheduler, PreemptionRecomputesAndDeliversEveryTokenOnce) {
   EXPECT_EQ(kv.gpu().used_blocks(), 0);
 }
 
+// SM partitions: decode and prefill steps planned apart, each while the other's may still run.
+TEST(RankScheduler, DecodeAndPrefillStepsArePlannedApartBesideEachOther) {
+  auto kv = make_kv(64);
+  RankScheduler s(kv, SchedulerConfig{.token_budget = 100}, nullptr);
+  s.enqueue(request(1, 8, 3));
+  EXPECT_TRUE(s.plan_step(StepKind::decode).empty());  // nothing decodes yet
+  StepPlan prefill = s.plan_step(StepKind::prefill);
+  ASSERT_EQ(prefill.items.size(), 1u);
+  s.complete_step(prefill, no_drafts);
+  s.enqueue(request(2, 40, 2));
+  const StepPlan decode = s.plan_step(StepKind::decode);
+  ASSERT_EQ(decode.items.size(), 1u);
+  EXPECT_TRUE(decode.items[0].decode);
+  EXPECT_EQ(decode.items[0].id, 1u);
+  EXPECT_EQ(decode.prefill_tokens, 0);
+  // Planned while the decode step runs: the new prompt, and not the decode again.
+  prefill = s.plan_step(StepKind::prefill);
+  ASSERT_EQ(prefill.items.size(), 1u);
+  EXPECT_EQ(prefill.items[0].id, 2u);
+  EXPECT_EQ(prefill.items[0].new_tokens, 40);
+  EXPECT_EQ(prefill.decode_tokens, 0);
+  std::map<RequestId, std::int64_t> delivered;
+  for (const auto& o : s.complete_step(prefill, no_drafts)) delivered[o.id] += o.new_output_tokens;
+  for (const auto& o : s.complete_step(decode, no_drafts)) delivered[o.id] += o.new_output_tokens;
+  EXPECT_EQ(delivered[1], 1);
+  EXPECT_EQ(delivered[2], 1);
+  EXPECT_EQ(s.plan_step(StepKind::decode).items.size(), 2u);  // both decode now
+}
+
+TEST(RankScheduler, ADecodeStepNeverPreemptsARequestInThePrefillStep) {
+  auto kv = make_kv(6);
+  RankScheduler s(kv, SchedulerConfig{.token_budget = 100}, nullptr);
+  s.enqueue(request(1, 8, 9));
+  s.complete_step(s.plan_step(StepKind::prefill), no_drafts);
+  // Request 2's prompt takes the four blocks left; request 1's next token needs a third block.
+  s.enqueue(request(2, 16, 2));
+  const StepPlan prefill = s.plan_step(StepKind::prefill);
+  ASSERT_EQ(prefill.items.size(), 1u);
+  EXPECT_EQ(kv.gpu_available_blocks(), 0);
+  // The newest request holds its KV for the chunk on the GPU: request 1 gives way instead.
+  const StepPlan decode = s.plan_step(StepKind::decode);
+  EXPECT_TRUE(decode.empty());
+  EXPECT_EQ(decode.preempted, std::vector<RequestId>{1});
+  const auto o = s.complete_step(prefill, no_drafts);
+  ASSERT_EQ(o.size(), 1u);
+  EXPECT_TRUE(o[0].first_token);
+  kv.check_invariants();
+  EXPECT_EQ(s.waiting(), 1u);  // request 1, to be recomputed
+}
+
 TEST(RankScheduler, MtpDraftsDeliverMoreTokensPerStep) {
   auto kv = make_kv(16);
   RankScheduler s(kv, SchedulerConfig{.token_budget = 100, .draft_tokens = 1}, nullptr);

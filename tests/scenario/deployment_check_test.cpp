@@ -124,7 +124,10 @@ TEST(DeploymentCheck, PipelineStagesOnADecodingPoolAreRejected) {
   expect_has(load_error({kDep + "pp=2"}), "deployment.pools[0].pp: a mixed pool decodes every step");
 }
 
-TEST(DeploymentCheck, SmPartitionsOutsideTheOpenUnitIntervalOrOnAPrefillPoolAreRejected) {
+TEST(DeploymentCheck, SmPartitionsOutsideTheOpenUnitIntervalOnAPrefillPoolOrWithTwoBatchOverlapAreRejected) {
+  EXPECT_EQ(load_error({kDep + R"(sm_partition={"prefill": 0.3})"}), "");
+  expect_has(load_error({kDep + R"(sm_partition={"prefill": 0.3})", kDep + "two_batch_overlap=true"}),
+             "deployment.pools[0].sm_partition: SM partitions (green contexts) and two_batch_overlap exclude each other");
   expect_has(load_error({kDep + R"(sm_partition={"prefill": 1.0})"}),
              "deployment.pools[0].sm_partition.prefill: the prefill stream's SM share must be strictly between 0 and 1");
   expect_has(load_error({kDep + R"(sm_partition={"prefill": 0})"}), "strictly between 0 and 1");

@@ -85,6 +85,17 @@ TEST(ScenarioRunner, TheDeterminismCheckRunsTwice) {
             nullptr);
 }
 
+TEST(ScenarioRunner, TheGreenContextLayoutServesEveryRequestOnItsMixedPoolTwiceAlike) {
+  // A mixed DEP8 pool with prefill on 30% of the SMs and no prefill pool; the file asks for the
+  // determinism check.
+  const RunReport r = run_scenario(load_scenario(std::filesystem::path(NVL_SCENARIO_DIR) / "layouts" / "green-context-mixed.json"));
+  EXPECT_EQ(r.stop_reason, "quiescent");
+  EXPECT_EQ(r.requests_completed, r.requests_total);
+  EXPECT_EQ(r.routing.at("local"), r.requests_total);
+  ASSERT_NE(find_check(r, "determinism"), nullptr);
+  for (const auto& c : r.checks) EXPECT_TRUE(c.result.pass) << c.name << ": " << c.result.detail;
+}
+
 TEST(ScenarioRunner, AssertionsBecomeChecks) {
   const RunReport r = run_scenario(load_scenario(
       kSmallPd, {R"(checks.assertions=[{"metric": "requests.failed", "max": 0},
