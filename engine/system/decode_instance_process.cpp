@@ -25,7 +25,6 @@ DecodeInstanceProcess::DecodeInstanceProcess(rt::Runtime& rt, const ModelProfile
       dir_(dir),
       regions_(regions),
       rdma_(rdma),
-      index_(index),
       first_rank_(static_cast<std::int32_t>(dir.ranks.size())) {
   for (hal::Device* gpu : d.gpus) {
     gpus_[gpu->id()] = gpu;
@@ -42,7 +41,7 @@ DecodeInstanceProcess::DecodeInstanceProcess(rt::Runtime& rt, const ModelProfile
   for (std::int32_t l = 0; l < group_->ranks(); ++l) {
     const std::int32_t r = first_rank_ + l;
     const hal::Device& gpu = *gpus_.at(group_->device_of(l));
-    dir_.ranks.push_back(RankSlot{.instance = index_,
+    dir_.ranks.push_back(RankSlot{.instance = index,
                                   .local = l,
                                   .local_prefill = d.local_prefill,
                                   .device = gpu.id(),

@@ -33,7 +33,6 @@ class DecodeInstanceProcess {
   void start() { group_->start(); }
   NormalWorkerGroup& group() { return *group_; }
   const NormalWorkerGroup& group() const { return *group_; }
-  std::int32_t first_rank() const { return first_rank_; }
 
   // In-process, as before the split (each a control message in a real deployment; one here would
   // cross the host network and change the results):
@@ -68,7 +67,6 @@ class DecodeInstanceProcess {
   PdDirectory& dir_;
   RdmaRegions& regions_;
   hal::Rdma* rdma_;
-  std::size_t index_;
   std::int32_t first_rank_;
   std::map<hal::DeviceId, hal::Device*> gpus_;
   std::unique_ptr<NormalWorkerGroup> group_;

@@ -34,7 +34,7 @@ struct PdSystemConfig {
   // The normal GPUs' KV is one pool over NVLink: a prefix on any rank's GPU is read, not recomputed,
   // so routing need not follow the cache (router policy "pooled").
   bool kv_pool = false;
-  // Noticing dead ranks, and how long a GPU reset and a worker restart take (engine/system/pd_recovery.cpp).
+  // Noticing dead ranks, and how long a GPU reset and a worker restart take (engine/system/router_health.cpp).
   HealthConfig health;
 };
 

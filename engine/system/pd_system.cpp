@@ -71,7 +71,7 @@ PdSystem::PdSystem(rt::Runtime& rt, const ModelProfile& model, hal::Collectives&
           },
           [this](RequestId id) {
             dir_.streamed.erase(id);
-            router_.retry_pending();
+            router_.ended(id);
             if (frontend_.in_flight() == 0) router_.health().pause();  // idle: no check keeps the run (or a test) going
           }),
       router_(rt, cfg_, control_, dir_, ranks_of(d), router_config(d.system.router, d), rdma != nullptr, d.decode.size(),

@@ -112,6 +112,7 @@ void RouterProcess::route(RequestState request) {
   }
   ++routed_[static_cast<std::size_t>(path)];
   ++routed_to_instance_[dir_.rank(d->rank).instance];
+  placed_[id] = d->rank;
   RequestTiming& t = *dir_.frontend_process->timing(id);
   t.path = path;
   t.rank = d->rank;
@@ -132,18 +133,16 @@ void RouterProcess::route(RequestState request) {
 void RouterProcess::cancel(const proto::Cancel& c) {
   const RequestId id = c.request_id();
   const auto queued = std::find_if(pending_.begin(), pending_.end(), [id](const RequestState& r) { return r.id == id; });
-  // Where the request was placed is the frontend's record (the router and the frontend share a host,
-  // and in Dynamo a process).
-  const RequestTiming* t = dir_.frontend_process->timing(id);
-  if (queued != pending_.end() || t == nullptr || t->rank < 0) {
+  const auto placed = placed_.find(id);
+  if (queued != pending_.end() || placed == placed_.end()) {
     if (queued != pending_.end()) pending_.erase(queued);
     end_request(control_, dir_, dir_.router, id, c.reason());
     return;
   }
   proto::ControlMessage m;
   *m.mutable_cancel() = c;
-  m.mutable_cancel()->set_rank(t->rank);
-  control_.send(dir_.router, dir_.rank(t->rank).address, std::move(m));
+  m.mutable_cancel()->set_rank(placed->second);
+  control_.send(dir_.router, dir_.rank(placed->second).address, std::move(m));
 }
 
 std::optional<std::size_t> RouterProcess::choose_prefill() const {
@@ -163,6 +162,11 @@ void RouterProcess::forget_prefill(RequestId id) {
 }
 
 bool RouterProcess::any_prefill_up() const { return router_.prefill_worker_up() && choose_prefill().has_value(); }
+
+void RouterProcess::ended(RequestId id) {
+  placed_.erase(id);
+  retry_pending();
+}
 
 void RouterProcess::retry_pending() {
   if (retrying_) return;  // a retry that finishes a request would otherwise re-enter

@@ -52,9 +52,9 @@ class RouterProcess {
   // a rank found no KV room for a long prompt: it waits in the queue, routed again (a prefill instance
   // chosen again) when KV frees up;
   void requeue(RequestState request);
-  // a request finished: KV room may have freed up for the queued long prompts (the router would see it
-  // in the next load reports);
-  void retry_pending();
+  // a request ended (the router hears it from the frontend, as Dynamo's router, one process with its
+  // frontend, sees each response stream end): KV room may have freed up for the queued long prompts;
+  void ended(RequestId id);
   // a prefill instance finished, dropped or handed back a prompt: it no longer counts against it (the
   // instance's load report);
   void forget_prefill(RequestId id);
@@ -80,6 +80,7 @@ class RouterProcess {
   // The prefill instance for a long prompt: the live one with the fewest prompt tokens sent to it and
   // not yet prefilled (nullopt: none is up).
   std::optional<std::size_t> choose_prefill() const;
+  void retry_pending();
   bool any_prefill_up() const;
   void declare_dead(std::int32_t rank, const std::string& why);
   void declare_prefill_dead(std::size_t instance, const std::string& why);
@@ -97,6 +98,7 @@ class RouterProcess {
   bool retrying_ = false;
   std::array<std::uint64_t, 2> routed_{};
   std::vector<std::uint64_t> routed_to_instance_;
+  std::map<RequestId, std::int32_t> placed_;  // the DP rank each request in flight was last routed to
   std::map<RequestId, std::pair<std::size_t, std::int64_t>> prefill_sent_;  // request -> (instance, tokens)
   std::vector<std::int64_t> prefill_outstanding_;  // per prefill instance: prompt tokens sent, not yet prefilled
   std::vector<std::optional<std::string>> prefill_down_;  // per prefill instance: declared dead, the fault
