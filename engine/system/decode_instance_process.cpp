@@ -159,7 +159,11 @@ void DecodeInstanceProcess::receive(std::int32_t rank, std::size_t instance, Req
   // Only the part of the prompt the decode rank does not already hold has to move.
   const std::int64_t held = room->gpu_hit_tokens + room->grace_hit_tokens;
   PrefillInstanceProcess& prefill = *dir_.prefill.at(instance);
-  prefill.expect(id, rank, static_cast<double>(request.prompt_tokens - held) / static_cast<double>(request.prompt_tokens));
+  prefill.expect(id, {.rank = rank,
+                      .share = static_cast<double>(request.prompt_tokens - held) / static_cast<double>(request.prompt_tokens),
+                      .gpus = group_->devices_of(local(rank)),
+                      .gpu_block_bytes = group_->gpu_block_bytes(),
+                      .block_bytes = group_->block_bytes()});
   proto::ControlMessage msg;
   proto::ScheduleOnRank& s = *msg.mutable_schedule();
   s.set_rank(-1);
@@ -181,7 +185,9 @@ void DecodeInstanceProcess::receive(std::int32_t rank, std::size_t instance, Req
   op.path = hal::RdmaPath::scale_out;
   op.name = "kv.prefix_to_prefill.req" + std::to_string(id);
   rdma_->write(op, [this, rank, id, &prefill, held_blocks, msg = std::move(msg)](const hal::HalError* error) mutable {
-    if (dir_.moving(id) == nullptr) return;  // cancelled meanwhile
+    // Cancelled meanwhile, or its prefill instance dropped it (read off the instance in-process; a
+    // real rank would learn either from a message).
+    if (dir_.moving(id) == nullptr) return;
     if (error == nullptr) {
       msg.mutable_schedule()->set_cached_prefix_tokens(static_cast<std::uint32_t>(held_blocks * dir_.block_tokens));
     } else {
@@ -195,6 +201,8 @@ void DecodeInstanceProcess::receive(std::int32_t rank, std::size_t instance, Req
 void DecodeInstanceProcess::cancel(std::int32_t rank, const proto::Cancel& c) {
   const RequestId id = c.request_id();
   group_->cancel(local(rank), id);  // wherever it is on the rank: queued, prefilling, receiving, decoding
+  // Its KV still moving in: the prefill instance stops too. (Whether it is, is read off the instance
+  // in-process: a Cancel sent there on the rank's own guess would be a message more.)
   if (const PrefillInstanceProcess* prefill = dir_.moving(id)) {
     proto::ControlMessage m;
     *m.mutable_cancel() = c;

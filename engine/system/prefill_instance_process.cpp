@@ -6,7 +6,6 @@
 #include <stdexcept>
 
 #include "engine/system/control_codec.h"
-#include "engine/system/decode_instance_process.h"
 #include "engine/system/frontend.h"
 #include "engine/system/router_process.h"
 
@@ -37,7 +36,7 @@ PrefillInstanceProcess::PrefillInstanceProcess(rt::Runtime& rt, const ModelProfi
         // The prefill instance cannot hold it: the decode rank, whose KV room is taken, prefills it.
         const auto it = moving_.find(id);
         if (it == moving_.end()) return;
-        const std::int32_t rank = it->second.rank;
+        const std::int32_t rank = it->second.to.rank;
         moving_.erase(it);
         dir_.router_process->forget_prefill(id);
         proto::ControlMessage m;
@@ -90,11 +89,10 @@ void PrefillInstanceProcess::on_message(const proto::ControlMessage& m) {
   }
 }
 
-void PrefillInstanceProcess::expect(RequestId id, std::int32_t rank, double share) {
+void PrefillInstanceProcess::expect(RequestId id, Destination to) {
   Moving m;
-  m.rank = rank;
-  m.share = share;
-  moving_[id] = m;
+  m.to = std::move(to);
+  moving_[id] = std::move(m);
 }
 
 hal::MemoryRegion PrefillInstanceProcess::region() {
@@ -127,21 +125,19 @@ void PrefillInstanceProcess::on_kv_ready(RequestId id, std::int64_t layers_done,
   m.all_layers = layers_done >= total;
   const std::int64_t first_layer = m.layers_sent;
   m.layers_sent = layers_done;
-  const auto bytes = static_cast<std::uint64_t>(std::llround(static_cast<double>(ready) * m.share));
+  const auto bytes = static_cast<std::uint64_t>(std::llround(static_cast<double>(ready) * m.to.share));
   if (bytes == 0) {
     maybe_received(id);
     return;
   }
-  const std::int32_t rank = m.rank;
+  const std::int32_t rank = m.to.rank;
   // The layer group lies in one pipeline stage: the one holding its first layer.
   std::int64_t stage = 0;
   while (stage + 1 < worker_->pp() && worker_->layers(stage).end_layer <= first_layer) ++stage;
   // Every GPU of an attention-TP rank gets its share of each block: all of it under MLA, which each
-  // TP rank reads whole, 1/tp of it for split GQA heads. (The rank's GPUs and block layout are read
-  // in-process: they stand for what the rank's ScheduleOnRank would tell.)
-  const NormalWorkerGroup& group = dir_.decode_of(rank).group();
-  const std::uint64_t gpu_bytes = bytes * group.gpu_block_bytes() / group.block_bytes();
-  const std::vector<hal::DeviceId> dests = group.devices_of(dir_.rank(rank).local);
+  // TP rank reads whole, 1/tp of it for split GQA heads.
+  const std::uint64_t gpu_bytes = bytes * m.to.gpu_block_bytes / m.to.block_bytes;
+  const std::vector<hal::DeviceId> dests = m.to.gpus;
   m.pushes += dests.size();  // all counted first: a push that settles at once must not see the count at zero
   for (const hal::DeviceId dest : dests) {
     transfers_[static_cast<std::size_t>(stage)].push(
@@ -177,16 +173,16 @@ void PrefillInstanceProcess::maybe_received(RequestId id) {
   proto::ControlMessage msg;
   proto::KvTransferDone& d = *msg.mutable_transfer_done();
   d.set_request_id(id);
-  d.set_to_rank(m.rank);
+  d.set_to_rank(m.to.rank);
   d.set_ok(m.error.empty());
   d.set_error(m.error);
   d.set_transport(cfg_.transfer.path == hal::RdmaPath::nvlink ? proto::KV_TRANSPORT_NVLINK : proto::KV_TRANSPORT_RDMA);
-  control_.send(address_, dir_.rank(m.rank).address, std::move(msg));
+  control_.send(address_, dir_.rank(m.to.rank).address, std::move(msg));
 }
 
 std::vector<std::pair<RequestId, std::int32_t>> PrefillInstanceProcess::take_down(const std::string& why) {
   std::vector<std::pair<RequestId, std::int32_t>> held;
-  for (const auto& [id, m] : moving_) held.emplace_back(id, m.rank);
+  for (const auto& [id, m] : moving_) held.emplace_back(id, m.to.rank);
   moving_.clear();
   worker_->take_down(why);
   return held;

@@ -38,8 +38,15 @@ class PrefillInstanceProcess {
 
   // In-process, as before the split (each a control message, or a field of one, in a real deployment;
   // here it would cross the host network, or change a message's size, and so the results):
-  // the decode rank took room for the prompt; `share` of its KV is what the rank does not hold;
-  void expect(RequestId id, std::int32_t rank, double share);
+  // the decode rank took room for the prompt and says where its KV goes;
+  struct Destination {
+    std::int32_t rank = 0;
+    double share = 1.0;                  // of the prompt's KV that the rank does not already hold
+    std::vector<hal::DeviceId> gpus;     // every GPU of the rank (attention TP) gets its share of each block
+    std::uint64_t gpu_block_bytes = 0;   // of a block, what one of them keeps
+    std::uint64_t block_bytes = 0;
+  };
+  void expect(RequestId id, Destination to);
   // where a decode rank writes the prefix it holds (the region the two exchange when they connect);
   hal::MemoryRegion region();
   // the request no longer comes here (its schedule was lost): nothing of it is held yet;
@@ -55,8 +62,7 @@ class PrefillInstanceProcess {
 
  private:
   struct Moving {
-    std::int32_t rank = 0;
-    double share = 1.0;          // of the prompt's KV that the decode rank does not already hold
+    Destination to;
     std::uint64_t sent = 0;      // bytes of the prompt's KV reported ready so far (one copy, all layers done)
     std::int64_t layers_sent = 0;
     std::size_t pushes = 0;      // pushes in flight
