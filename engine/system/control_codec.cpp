@@ -62,4 +62,9 @@ std::vector<KvEvent> from_message(const proto::KvEventMsg& msg) {
   return out;
 }
 
+std::string kind_of(const proto::ControlMessage& m) {
+  const auto* field = proto::ControlMessage::descriptor()->FindFieldByNumber(m.body_case());
+  return field != nullptr ? field->name() : "empty";
+}
+
 }  // namespace nvl::engine

@@ -1,5 +1,6 @@
 #pragma once
 // Engine values to and from their control-plane protobufs (engine/proto/control.proto).
+#include <string>
 #include <vector>
 
 #include "emu/rt/time.h"
@@ -20,5 +21,8 @@ RankLoad from_report(const proto::LoadReport& report);
 proto::KvEventMsg to_message(const KvEvent& e);
 // One event per hash of the message.
 std::vector<KvEvent> from_message(const proto::KvEventMsg& msg);
+
+// The message's kind as control.proto names it, for logs and errors.
+std::string kind_of(const proto::ControlMessage& m);
 
 }  // namespace nvl::engine

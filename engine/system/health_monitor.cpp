@@ -4,6 +4,18 @@
 
 namespace nvl::engine {
 
+std::string xid_text(hal::DeviceHealth health, hal::DeviceId gpu) {
+  switch (health) {
+    case hal::DeviceHealth::lost:
+      return "GPU " + std::to_string(gpu) + " lost (Xid 79)";
+    case hal::DeviceHealth::needs_reset:
+      return "GPU " + std::to_string(gpu) + " needs a reset (Xid 48)";
+    case hal::DeviceHealth::healthy:
+      break;
+  }
+  return "";
+}
+
 HealthMonitor::HealthMonitor(rt::Runtime& rt, HealthConfig cfg, std::int32_t ranks, Probe probe, Declare declare,
                              std::function<bool()> busy, std::int32_t prefill_workers)
     : rt_(rt),

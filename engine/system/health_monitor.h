@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "emu/rt/runtime.h"
+#include "engine/hal/device.h"
 
 namespace nvl::engine {
 
@@ -19,6 +20,9 @@ struct HealthConfig {
   rt::Duration gpu_reset_time = rt::sec(10);   // deployment.gpu_reset_s: drain and reset after Xid 48
   rt::Duration worker_restart_time = rt::sec(30);  // deployment.worker_restart_s: a crashed worker back
 };
+
+// A GPU's health as the Xid its driver reports, in words ("GPU 3 lost (Xid 79)"; empty: healthy).
+std::string xid_text(hal::DeviceHealth health, hal::DeviceId gpu);
 
 class HealthMonitor {
  public:
