@@ -80,8 +80,8 @@ void FaultTimeline::on_prefill_record(rt::Time t, std::string_view kind, const n
         e.detected_by = "gpu_reset";
       }
       e.recovered = t;
-      e.recovery = "prefill worker out for the rest of the run (its TP group cannot run without the GPU): every "
-                   "prompt prefilled on the DP ranks";
+      e.recovery = "prefill instance out for the rest of the run (its TP group cannot run without the GPU): its "
+                   "long prompts go to the other prefill instances, or to local prefill when none is up";
     });
   } else if (kind == "prefill_worker_back") {
     each([&](FaultEntry& e) {

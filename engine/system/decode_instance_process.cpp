@@ -102,9 +102,8 @@ void DecodeInstanceProcess::schedule(std::int32_t rank, const proto::ScheduleOnR
     if (const auto& down = dir_.router_process->prefill_down(instance)) {
       // Routed to a prefill instance before it was declared dead: the rank prefills it itself.
       dir_.router_process->forget_prefill(request.id);
-      nlohmann::json instead{{"request", request.id}, {"rank", rank}, {"why", *down}};
-      if (instance > 0) instead["instance"] = instance;
-      rt_.record("pd", "local_prefill_instead", std::move(instead), rt::Severity::warning);
+      rt_.record("pd", "local_prefill_instead", prefill_record({{"request", request.id}, {"rank", rank}, {"why", *down}}, instance),
+                 rt::Severity::warning);
       if (RequestTiming* t = dir_.frontend_process->timing(request.id)) {
         t->path = PrefillPath::local;
         t->reprefilled = true;

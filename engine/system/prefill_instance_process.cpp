@@ -195,7 +195,8 @@ void PrefillInstanceProcess::recover(const std::string& why) {
   const bool lost = std::any_of(gpus_.begin(), gpus_.end(),
                                 [](const hal::Device* g) { return g->health() == hal::DeviceHealth::lost; });
   if (lost) {
-    rt_.record("health", "prefill_worker_out", {{"why", why}, {"until", "the end of the run"}}, rt::Severity::warning);
+    rt_.record("health", "prefill_worker_out", prefill_record({{"why", why}, {"until", "the end of the run"}}, index_),
+               rt::Severity::warning);
     return;
   }
   rt_.call_after(crashed ? cfg_.health.worker_restart_time : cfg_.health.gpu_reset_time, [this, crashed, why] {
@@ -204,7 +205,8 @@ void PrefillInstanceProcess::recover(const std::string& why) {
     }
     if (std::any_of(gpus_.begin(), gpus_.end(),
                     [](const hal::Device* g) { return g->health() != hal::DeviceHealth::healthy; })) {
-      rt_.record("health", "prefill_worker_out", {{"why", "a GPU was lost while it was out"}, {"until", "the end of the run"}},
+      rt_.record("health", "prefill_worker_out",
+                 prefill_record({{"why", "a GPU was lost while it was out"}, {"until", "the end of the run"}}, index_),
                  rt::Severity::warning);
       return;
     }

@@ -21,6 +21,13 @@
 
 namespace nvl::engine {
 
+// A prefill instance's event-log fields: instances after the first are named (the first names none,
+// as the only instance of a deployment does).
+inline nlohmann::json prefill_record(nlohmann::json fields, std::size_t instance) {
+  if (instance > 0) fields["instance"] = instance;
+  return fields;
+}
+
 class PrefillInstanceProcess {
  public:
   PrefillInstanceProcess(rt::Runtime& rt, const ModelProfile& model, hal::Collectives& collectives, hal::Rdma& rdma,

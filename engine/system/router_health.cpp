@@ -54,9 +54,8 @@ void RouterProcess::declare_prefill_dead(std::size_t instance, const std::string
   const std::vector<std::pair<RequestId, std::int32_t>> held = p.take_down(why);
   for (const auto& [id, rank] : held) forget_prefill(id);
   for (const auto& [id, rank] : held) dir_.decode_of(rank).reprefill(rank, id, "prefill_worker_down", why);
-  nlohmann::json removed{{"why", why}, {"requests", held.size()}};
-  if (instance > 0) removed["instance"] = instance;
-  rt_.record("pd", "prefill_worker_removed", std::move(removed), rt::Severity::warning);
+  rt_.record("pd", "prefill_worker_removed", prefill_record({{"why", why}, {"requests", held.size()}}, instance),
+             rt::Severity::warning);
   p.recover(why);
 }
 
@@ -65,7 +64,7 @@ void RouterProcess::prefill_back(std::size_t instance, bool crashed, const std::
   health_->back(HealthMonitor::prefill_member(static_cast<std::int32_t>(instance)));
   const bool was_off = !router_.prefill_worker_up();
   router_.set_prefill_worker_up(true);
-  rt_.record("health", "prefill_worker_back", {{"how", crashed ? "restarted" : "reset"}, {"after", why}},
+  rt_.record("health", "prefill_worker_back", prefill_record({{"how", crashed ? "restarted" : "reset"}, {"after", why}}, instance),
              rt::Severity::warning);
   if (was_off) rt_.record("router", "prefill_path_on", nlohmann::json::object(), rt::Severity::warning);
 }
