@@ -238,35 +238,21 @@ void NormalWorkerGroup::make_tp_groups(Rank& rank, std::size_t index) {
 }
 
 void NormalWorkerGroup::make_builders(Rank& rank, std::int32_t member) {
+  // One builder per stream of each GPU: the step's, the second micro-batch's, the prefill side's; each
+  // over its own communicators.
+  const auto builder = [&](const Gpu& g, std::shared_ptr<hal::CommGroup> ep, std::shared_ptr<hal::CommGroup> tp) {
+    return std::make_unique<StepGraphBuilder>(kernels_, traffic_ ? &*traffic_ : nullptr,
+                                              StepGraphOptions{.ep_group = std::move(ep),
+                                                               .tp_group = std::move(tp),
+                                                               .rank = member + g.tp_rank,
+                                                               .local_experts = weights_.expert_slots,
+                                                               .mtp = cfg_.scheduler.draft_tokens > 0,
+                                                               .tp_rank = g.tp_rank});
+  };
   for (Gpu& g : rank.gpus) {
-    g.builder = std::make_unique<StepGraphBuilder>(
-        kernels_, traffic_ ? &*traffic_ : nullptr,
-        StepGraphOptions{.ep_group = ep_group_,
-                         .tp_group = rank.tp_group,
-                         .rank = member + g.tp_rank,
-                         .local_experts = weights_.expert_slots,
-                         .mtp = cfg_.scheduler.draft_tokens > 0,
-                         .tp_rank = g.tp_rank});
-    if (cfg_.two_batch_overlap) {
-      g.builder_b = std::make_unique<StepGraphBuilder>(
-          kernels_, &*traffic_,
-          StepGraphOptions{.ep_group = ep_group_b_,
-                           .tp_group = rank.tp_group_b,
-                           .rank = member + g.tp_rank,
-                           .local_experts = weights_.expert_slots,
-                           .mtp = cfg_.scheduler.draft_tokens > 0,
-                           .tp_rank = g.tp_rank});
-    }
-    if (sm_partitioned()) {
-      g.builder_p = std::make_unique<StepGraphBuilder>(
-          kernels_, traffic_ ? &*traffic_ : nullptr,
-          StepGraphOptions{.ep_group = ep_group_p_,
-                           .tp_group = rank.tp_group_p,
-                           .rank = member + g.tp_rank,
-                           .local_experts = weights_.expert_slots,
-                           .mtp = cfg_.scheduler.draft_tokens > 0,
-                           .tp_rank = g.tp_rank});
-    }
+    g.builder = builder(g, ep_group_, rank.tp_group);
+    if (cfg_.two_batch_overlap) g.builder_b = builder(g, ep_group_b_, rank.tp_group_b);
+    if (sm_partitioned()) g.builder_p = builder(g, ep_group_p_, rank.tp_group_p);
   }
 }
 
