@@ -47,15 +47,16 @@ HealthMonitor::State& HealthMonitor::state_of(std::int32_t member) {
     if (i >= state_.size()) throw std::out_of_range("health monitor: no prefill instance " + std::to_string(prefill_instance_of(member)) + " watched");
     return state_[i];
   }
-  if (member < 0 || member >= ranks_) throw std::out_of_range("health monitor: no DP rank " + std::to_string(member));
+  if (member >= ranks_) throw std::out_of_range("health monitor: no DP rank " + std::to_string(member));
   return state_[static_cast<std::size_t>(member)];
 }
 
 void HealthMonitor::record(std::int32_t member, const std::string& what, nlohmann::json fields) {
   const bool warning = what != "cleared";
   if (member < 0) {
-    if (member != kPrefillWorker) fields["instance"] = prefill_instance_of(member);
-    rt_.record("health", "prefill_worker_" + what, std::move(fields), warning ? rt::Severity::warning : rt::Severity::info);
+    rt_.record("health", "prefill_worker_" + what,
+               prefill_record(std::move(fields), static_cast<std::size_t>(prefill_instance_of(member))),
+               warning ? rt::Severity::warning : rt::Severity::info);
     return;
   }
   fields["rank"] = member;

@@ -14,6 +14,13 @@
 
 namespace nvl::engine {
 
+// A prefill instance's event-log fields: instances after the first are named (the first names none,
+// as the only instance of a deployment does).
+inline nlohmann::json prefill_record(nlohmann::json fields, std::size_t instance) {
+  if (instance > 0) fields["instance"] = instance;
+  return fields;
+}
+
 struct HealthConfig {
   rt::Duration check_interval = rt::sec(1);    // deployment.health_check_interval_s
   rt::Duration detection_delay = rt::ms(100);      // deployment.fault_detection_delay_s

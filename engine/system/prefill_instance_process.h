@@ -15,18 +15,12 @@
 #include "engine/hal/rdma.h"
 #include "engine/kv/kv_transfer.h"
 #include "engine/system/control_plane.h"
+#include "engine/system/health_monitor.h"
 #include "engine/system/pd_config.h"
 #include "engine/system/pd_directory.h"
 #include "engine/worker/prefill_worker.h"
 
 namespace nvl::engine {
-
-// A prefill instance's event-log fields: instances after the first are named (the first names none,
-// as the only instance of a deployment does).
-inline nlohmann::json prefill_record(nlohmann::json fields, std::size_t instance) {
-  if (instance > 0) fields["instance"] = instance;
-  return fields;
-}
 
 class PrefillInstanceProcess {
  public:
