@@ -6,14 +6,12 @@
 namespace nvl::emu {
 
 namespace {
-// Which DP rank (the router's numbering) and which prefill instance each GPU of the deployment serves.
-FaultTimeline timeline_of(const engine::PdSystem& system) {
+// Which DP rank (the router's numbering) and which prefill instance each GPU of the fleet serves.
+FaultTimeline timeline_of(EmulatedCluster& cluster, const engine::PdSystem& system) {
   std::map<std::int64_t, std::int64_t> rank_of_gpu, prefill_of_gpu;
-  for (std::int32_t r = 0; r < system.ranks(); ++r) {
-    for (const hal::DeviceId g : system.group_of(r).devices_of(system.local_rank(r))) rank_of_gpu[g] = r;
-  }
-  for (std::size_t i = 0; i < system.prefill_instances(); ++i) {
-    for (const hal::Device* g : system.prefill_gpus_of(i)) prefill_of_gpu[g->id()] = static_cast<std::int64_t>(i);
+  for (int g = 0; g < cluster.fleet().size(); ++g) {
+    if (const auto r = system.rank_of_gpu(g)) rank_of_gpu[g] = *r;
+    if (const auto p = system.prefill_of_gpu(g)) prefill_of_gpu[g] = static_cast<std::int64_t>(*p);
   }
   return FaultTimeline(std::move(rank_of_gpu), std::move(prefill_of_gpu));
 }
@@ -21,7 +19,7 @@ FaultTimeline timeline_of(const engine::PdSystem& system) {
 
 FaultInjector::FaultInjector(rt::Runtime& rt, const FaultPlan& plan, rt::Time run_end, EmulatedCluster& cluster,
                              engine::PdSystem& system)
-    : rt_(rt), cluster_(cluster), system_(system), timeline_(timeline_of(system)) {
+    : rt_(rt), cluster_(cluster), system_(system), timeline_(timeline_of(cluster, system)) {
   for (const ScheduledFault& f : plan.scheduled) schedule(f, false);
   rt::Rng& rng = rt.rng("faults");
   for (const RandomFault& r : plan.random) {

@@ -90,7 +90,6 @@ class PdSystem {
   // the restart; a lost GPU (Xid 79) keeps it out.
   void crash_prefill_worker(std::size_t instance = 0);
   bool prefill_worker_down(std::size_t instance = 0) const { return router_.prefill_down(instance).has_value(); }
-  const std::vector<hal::Device*>& prefill_gpus_of(std::size_t instance) const { return prefill_.at(instance)->gpus(); }
   // The router restarts: its prefix index is gone and is rebuilt from the ranks' republished KV events.
   void restart_router() { router_.restart(); }
   // The rank's Grace memory lost its KV blocks: they leave the index; later hits are recomputed.
