@@ -41,7 +41,7 @@ void BM_PrefillWorkerStep(benchmark::State& state) {
       for (std::int64_t b = 0; b < prior / kBlock; ++b) q.prompt_hashes.push_back(q.id << 20 | static_cast<std::uint64_t>(b));
       worker.kv().import(q.prompt_hashes);
       q.max_output_tokens = 1;
-      worker.submit(std::move(q));
+      worker.submit(0, std::move(q));
     }
     const rt::Time t0 = rt.now();
     const std::uint64_t s0 = worker.steps();

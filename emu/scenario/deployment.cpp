@@ -58,6 +58,7 @@ engine::PrefillWorkerConfig prefill_config(const ScenarioDeployment& dep, const 
   w.block_tokens = dep.kv_block_tokens;
   w.expert_parallel = p.ep > 1;
   w.pipeline_stages = p.pp;
+  w.attention_dp = p.dp;
   w.expert_skew = p.eplb.expert_skew;
   w.scheduler.token_budget = p.token_budget;
   w.scheduler.max_running = p.max_running;

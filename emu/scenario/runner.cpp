@@ -92,8 +92,14 @@ nlohmann::json pool_figures(const ScenarioDeployment& dep, engine::PdSystem& sys
         e["steps"] = system.decode_instance(decoding).steps();
         e["routed"] = system.routed_to_instance(decoding++);
       } else {
-        e["steps"] = system.prefill(prefill).steps();
+        const engine::PrefillWorker& worker = system.prefill(prefill);
+        e["steps"] = worker.steps();
         e["prefilled"] = system.prefilled_by(prefill++);
+        if (worker.ranks() > 1) {
+          nlohmann::json per_rank = nlohmann::json::array();
+          for (std::int32_t r = 0; r < worker.ranks(); ++r) per_rank.push_back(worker.prefilled(r));
+          e["prefilled_per_dp_rank"] = std::move(per_rank);
+        }
       }
       out.push_back(std::move(e));
     }
@@ -111,9 +117,13 @@ ResourceSnapshot snapshot(Deployment& d) {
     s.kv_used_blocks["rank" + std::to_string(r) + " grace"] = kv.grace().used_blocks();
   }
   for (std::size_t i = 0; i < system.prefill_instances(); ++i) {
-    const std::string name = system.prefill_instances() > 1 ? "prefill" + std::to_string(i) : "prefill";
-    s.kv_used_blocks[name + " gpu"] = system.prefill(i).kv().gpu().used_blocks();
-    s.kv_used_blocks[name + " grace"] = system.prefill(i).kv().grace().used_blocks();
+    const std::string instance = system.prefill_instances() > 1 ? "prefill" + std::to_string(i) : "prefill";
+    engine::PrefillWorker& worker = system.prefill(i);
+    for (std::int32_t r = 0; r < worker.ranks(); ++r) {
+      const std::string name = worker.ranks() > 1 ? instance + " rank" + std::to_string(r) : instance;
+      s.kv_used_blocks[name + " gpu"] = worker.kv(r).gpu().used_blocks();
+      s.kv_used_blocks[name + " grace"] = worker.kv(r).grace().used_blocks();
+    }
   }
   fakegpu::GpuFleet& fleet = d.cluster().fleet();
   for (int i = 0; i < fleet.size(); ++i) {

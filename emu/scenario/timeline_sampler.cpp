@@ -70,7 +70,9 @@ KvHits TimelineSampler::kv_hits() const {
   KvHits h;
   engine::PdSystem& system = deployment_.system();
   for (std::int32_t r = 0; r < system.ranks(); ++r) add(system.kv(r).hit_counts(), h);
-  for (std::size_t i = 0; i < system.prefill_instances(); ++i) add(system.prefill(i).kv().hit_counts(), h);
+  for (std::size_t i = 0; i < system.prefill_instances(); ++i) {
+    for (std::int32_t r = 0; r < system.prefill(i).ranks(); ++r) add(system.prefill(i).kv(r).hit_counts(), h);
+  }
   return h;
 }
 
@@ -92,8 +94,10 @@ void TimelineSampler::sample() {
     running += static_cast<double>(system.scheduler(r).running());
   }
   for (std::size_t i = 0; i < system.prefill_instances(); ++i) {
-    waiting += static_cast<double>(system.prefill(i).scheduler().waiting());
-    running += static_cast<double>(system.prefill(i).scheduler().running());
+    for (std::int32_t r = 0; r < system.prefill(i).ranks(); ++r) {
+      waiting += static_cast<double>(system.prefill(i).scheduler(r).waiting());
+      running += static_cast<double>(system.prefill(i).scheduler(r).running());
+    }
   }
   t.waiting.push_back(waiting);
   t.running.push_back(running);

@@ -1,6 +1,7 @@
 #include "engine/system/decode_instance_process.h"
 
 #include <algorithm>
+#include <memory>
 #include <span>
 #include <stdexcept>
 
@@ -45,6 +46,7 @@ DecodeInstanceProcess::DecodeInstanceProcess(rt::Runtime& rt, const ModelProfile
                                   .local = l,
                                   .local_prefill = d.local_prefill,
                                   .device = gpu.id(),
+                                  .gpus = group_->devices_of(l),
                                   .address = hal::Address{gpu.info().host, kRankPortBase + static_cast<std::uint32_t>(gpu.id())}});
     control_.listen(address(r), [this, r](const proto::ControlMessage& m) { on_message(r, m); });
     group_->kv(l).subscribe([this, r](const KvEvent& e) {
@@ -119,27 +121,42 @@ void DecodeInstanceProcess::schedule(std::int32_t rank, const proto::ScheduleOnR
     return;
   }
   // Fetch the prefix a peer holds first (GPU peer-to-peer over NVLink, or a one-sided RDMA read of
-  // the peer's Grace memory), then prefill the rest.
+  // the peer's Grace memory), then prefill the rest. Every GPU of an attention-TP rank gets its share
+  // (all of it under MLA), from the peer's GPU of the same TP rank.
   const bool from_grace = s.fetch_from_grace();
-  hal::RdmaOp op;
-  op.local = regions_.of(dir_.rank(s.fetch_from_rank()).device, from_grace);
-  op.remote = regions_.of(dir_.rank(rank).device, false);
-  op.bytes = static_cast<std::uint64_t>(s.fetch_blocks()) * static_cast<std::uint64_t>(dir_.block_tokens) *
-             dir_.kv_bytes_per_token;
-  op.path = from_grace ? hal::RdmaPath::scale_out : hal::RdmaPath::nvlink;
-  op.name = "kv.fetch.req" + std::to_string(request.id);
+  const RankSlot& from = dir_.rank(s.fetch_from_rank());
+  const std::vector<hal::DeviceId>& to = dir_.rank(rank).gpus;
+  const std::uint64_t bytes = static_cast<std::uint64_t>(s.fetch_blocks()) * static_cast<std::uint64_t>(dir_.block_tokens) *
+                              dir_.kv_bytes_per_token * group_->gpu_block_bytes() / group_->block_bytes();
   const std::int64_t prefix_blocks = s.cached_prefix_tokens() / dir_.block_tokens + s.fetch_blocks();
-  rdma_->write(op, [this, rank, prefix_blocks, request = std::move(request)](const hal::HalError* error) mutable {
-    if (!dir_.frontend_process->live(request.id)) return;  // cancelled while the prefix moved
-    if (error == nullptr) {
-      group_->kv(local(rank)).import(std::span(request.prompt_hashes).first(static_cast<std::size_t>(prefix_blocks)));
-    } else {
-      rt_.record("pd", "prefix_fetch_failed", {{"request", request.id}, {"error", error->what()}},
-                 rt::Severity::warning);  // recomputed instead
-    }
-    if (redirect(rank, request, false)) return;  // the rank was declared dead meanwhile
-    group_->submit(local(rank), std::move(request));
-  });
+  struct Fetch {
+    RequestState request;
+    std::size_t pending = 0;
+    std::string error;  // the first write that failed: why
+  };
+  auto fetch = std::make_shared<Fetch>(Fetch{.request = std::move(request), .pending = to.size(), .error = {}});
+  for (std::size_t t = 0; t < to.size(); ++t) {
+    hal::RdmaOp op;
+    op.local = regions_.of(from.gpus[t % from.gpus.size()], from_grace);
+    op.remote = regions_.of(to[t], false);
+    op.bytes = bytes;
+    op.path = from_grace ? hal::RdmaPath::scale_out : hal::RdmaPath::nvlink;
+    op.name = "kv.fetch.req" + std::to_string(fetch->request.id) + (to.size() > 1 ? ".tp" + std::to_string(t) : "");
+    rdma_->write(op, [this, rank, prefix_blocks, fetch](const hal::HalError* error) {
+      if (error != nullptr && fetch->error.empty()) fetch->error = error->what();
+      if (--fetch->pending > 0) return;
+      RequestState& fetched = fetch->request;
+      if (!dir_.frontend_process->live(fetched.id)) return;  // cancelled while the prefix moved
+      if (fetch->error.empty()) {
+        group_->kv(local(rank)).import(std::span(fetched.prompt_hashes).first(static_cast<std::size_t>(prefix_blocks)));
+      } else {
+        rt_.record("pd", "prefix_fetch_failed", {{"request", fetched.id}, {"error", fetch->error}},
+                   rt::Severity::warning);  // recomputed instead
+      }
+      if (redirect(rank, fetched, false)) return;  // the rank was declared dead meanwhile
+      group_->submit(local(rank), std::move(fetched));
+    });
+  }
 }
 
 void DecodeInstanceProcess::receive(std::int32_t rank, std::size_t instance, RequestState request) {
@@ -179,7 +196,7 @@ void DecodeInstanceProcess::receive(std::int32_t rank, std::size_t instance, Req
   // RDMA) instead of the instance recomputing it.
   hal::RdmaOp op;
   op.local = regions_.of(dir_.rank(rank).device, false);
-  op.remote = prefill.region();
+  op.remote = prefill.region(id);
   op.bytes = static_cast<std::uint64_t>(held) * dir_.kv_bytes_per_token;
   op.path = hal::RdmaPath::scale_out;
   op.name = "kv.prefix_to_prefill.req" + std::to_string(id);

@@ -51,14 +51,15 @@ PrefillInstanceProcess::PrefillInstanceProcess(rt::Runtime& rt, const ModelProfi
   address_ = hal::Address{p.gpus.front()->info().host, kPrefillPort + static_cast<std::uint32_t>(100 * index)};
   dir_.prefills.push_back(address_);
   control_.listen(address_, [this](const proto::ControlMessage& m) { on_message(m); });
-  // Stage s's layers live on its tp GPUs, which push them.
+  // A DP rank's KV of stage s's layers lives on its tp GPUs there, which push it.
   for (std::int64_t stage = 0; stage < worker_->pp(); ++stage) {
-    std::vector<hal::DeviceId> sources;
-    for (std::int64_t r = 0; r < worker_->tp(); ++r) {
-      sources.push_back(p.gpus[static_cast<std::size_t>(stage * worker_->tp() + r)]->id());
+    for (std::int32_t rank = 0; rank < worker_->ranks(); ++rank) {
+      std::vector<hal::DeviceId> sources;
+      for (const hal::Device* gpu : worker_->devices_of(stage, rank)) sources.push_back(gpu->id());
+      transfers_.emplace_back(rdma_, std::move(sources), cfg_.transfer);
     }
-    transfers_.emplace_back(rdma_, std::move(sources), cfg_.transfer);
   }
+  regions_.resize(static_cast<std::size_t>(worker_->ranks()));
   // A failed step is reported to the router's health monitor (in-process, as for the ranks).
   worker_->on_step_failure([this](const hal::HalError&) {
     dir_.router_process->operation_error(HealthMonitor::prefill_member(static_cast<std::int32_t>(index_)));
@@ -92,12 +93,18 @@ void PrefillInstanceProcess::on_message(const proto::ControlMessage& m) {
 void PrefillInstanceProcess::expect(RequestId id, Destination to) {
   Moving m;
   m.to = std::move(to);
+  m.source_rank = next_rank_;
+  next_rank_ = (next_rank_ + 1) % worker_->ranks();
   moving_[id] = std::move(m);
 }
 
-hal::MemoryRegion PrefillInstanceProcess::region() {
-  if (region_.id == 0) region_ = rdma_.register_device_memory(gpus_.front()->id(), cfg_.transfer.region_bytes);
-  return region_;
+hal::MemoryRegion PrefillInstanceProcess::region(RequestId id) {
+  const std::int32_t rank = moving_.at(id).source_rank;
+  hal::MemoryRegion& region = regions_[static_cast<std::size_t>(rank)];
+  if (region.id == 0) {
+    region = rdma_.register_device_memory(worker_->devices_of(0, rank).front()->id(), cfg_.transfer.region_bytes);
+  }
+  return region;
 }
 
 void PrefillInstanceProcess::stop(RequestId id) {
@@ -108,10 +115,14 @@ void PrefillInstanceProcess::stop(RequestId id) {
 
 void PrefillInstanceProcess::schedule(const proto::ScheduleOnRank& s) {
   RequestState request = from_spec(s.spec());
-  if (!moving_.contains(request.id)) return;  // cancelled on the way
+  const auto it = moving_.find(request.id);
+  if (it == moving_.end()) return;  // cancelled on the way
+  const std::int32_t rank = it->second.source_rank;
   const std::int64_t held_blocks = s.cached_prefix_tokens() / dir_.block_tokens;
-  if (held_blocks > 0) worker_->kv().import(std::span(request.prompt_hashes).first(static_cast<std::size_t>(held_blocks)));
-  worker_->submit(std::move(request));
+  if (held_blocks > 0) {
+    worker_->kv(rank).import(std::span(request.prompt_hashes).first(static_cast<std::size_t>(held_blocks)));
+  }
+  worker_->submit(rank, std::move(request));
 }
 
 void PrefillInstanceProcess::on_kv_ready(RequestId id, std::int64_t layers_done, std::int64_t total,
@@ -139,8 +150,9 @@ void PrefillInstanceProcess::on_kv_ready(RequestId id, std::int64_t layers_done,
   const std::uint64_t gpu_bytes = bytes * m.to.gpu_block_bytes / m.to.block_bytes;
   const std::vector<hal::DeviceId> dests = m.to.gpus;
   m.pushes += dests.size();  // all counted first: a push that settles at once must not see the count at zero
+  KvTransfer& transfer = transfers_[static_cast<std::size_t>(stage * worker_->ranks() + m.source_rank)];
   for (const hal::DeviceId dest : dests) {
-    transfers_[static_cast<std::size_t>(stage)].push(
+    transfer.push(
         id, dest, gpu_bytes,
         [this, id, rank, first_layer, layers_done, gpu_bytes](const hal::HalError* error, std::int64_t retries) {
           const auto mit = moving_.find(id);

@@ -1,7 +1,8 @@
 #pragma once
-// A prefill instance's process: its TP/EP/PP prefill worker, and the KV of each prompt it computes,
-// pushed layer group by layer group (from the pipeline stage that holds them) to every GPU of the
-// decode rank that took room for it, while the prefill continues. Declared dead, it drops what it
+// A prefill instance's process: its TP/EP/PP (or DP attention + EP) prefill worker, and the KV of each
+// prompt it computes, pushed layer group by layer group (from the pipeline stage, or the DP rank, that
+// holds them) to every GPU of the decode rank that took room for it, while the prefill continues. With
+// DP ranks it dispatches the prompts over them round-robin, as SGLang's DP controller does by default. Declared dead, it drops what it
 // held; its host resets its GPUs or restarts it, unless one of them is lost.
 #include <cstdint>
 #include <map>
@@ -39,7 +40,8 @@ class PrefillInstanceProcess {
 
   // In-process, as before the split (each a control message, or a field of one, in a real deployment;
   // here it would cross the host network, or change a message's size, and so the results):
-  // the decode rank took room for the prompt and says where its KV goes;
+  // the decode rank took room for the prompt and says where its KV goes (the prompt's DP rank here is
+  // chosen then, so a prefix the decode rank sends lands where the prompt runs);
   struct Destination {
     std::int32_t rank = 0;
     double share = 1.0;                  // of the prompt's KV that the rank does not already hold
@@ -48,8 +50,9 @@ class PrefillInstanceProcess {
     std::uint64_t block_bytes = 0;
   };
   void expect(RequestId id, Destination to);
-  // where a decode rank writes the prefix it holds (the region the two exchange when they connect);
-  hal::MemoryRegion region();
+  // where a decode rank writes the prefix it holds for an expected request: on its DP rank's first GPU
+  // (the region the two exchange when they connect);
+  hal::MemoryRegion region(RequestId id);
   // the request no longer comes here (its schedule was lost): nothing of it is held yet;
   void forget(RequestId id) { moving_.erase(id); }
   // the request stopped (abandoned, or its decode rank died): its prefill and its KV go;
@@ -64,6 +67,7 @@ class PrefillInstanceProcess {
  private:
   struct Moving {
     Destination to;
+    std::int32_t source_rank = 0;  // the worker's DP rank that prefills it
     std::uint64_t sent = 0;      // bytes of the prompt's KV reported ready so far (one copy, all layers done)
     std::int64_t layers_sent = 0;
     std::size_t pushes = 0;      // pushes in flight
@@ -84,8 +88,10 @@ class PrefillInstanceProcess {
   std::vector<hal::Device*> gpus_;
   std::unique_ptr<PrefillWorker> worker_;
   hal::Address address_;
-  std::vector<KvTransfer> transfers_;  // per pipeline stage: its layers' KV leaves from its GPUs
-  hal::MemoryRegion region_;           // on its first GPU: where a cached prefix is sent
+  // Per pipeline stage and DP rank (stage * ranks + rank): its layers' KV leaves from its GPUs.
+  std::vector<KvTransfer> transfers_;
+  std::vector<hal::MemoryRegion> regions_;  // per DP rank, registered when first written to
+  std::int32_t next_rank_ = 0;              // the DP rank the next expected prompt goes to
   std::uint64_t prefilled_ = 0;        // prompts it finished
   std::map<RequestId, Moving> moving_;
 };

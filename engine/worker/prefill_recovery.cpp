@@ -35,19 +35,21 @@ void synchronize(Gpus&& gpus, std::optional<hal::HalError>& failure) {
 
 }  // namespace
 
-bool PrefillWorker::run_step(const StepPlan& plan) {
+bool PrefillWorker::run_step() {
   // A step that finishes prompts waits for the last stage (their first tokens); any other step only
   // for the first, which then takes the next while the later stages go on with this one.
-  const bool whole = pp() == 1 || std::any_of(plan.items.begin(), plan.items.end(),
-                                               [](const StepItem& item) { return item.last_chunk; });
-  const std::size_t waited = whole ? gpus_.size() : static_cast<std::size_t>(tp());
+  const bool whole = pp() == 1 || std::any_of(ranks_.begin(), ranks_.end(), [](const DpRank& r) {
+                       return std::any_of(r.plan.items.begin(), r.plan.items.end(),
+                                          [](const StepItem& item) { return item.last_chunk; });
+                     });
+  const std::size_t waited = whole ? gpus_.size() : static_cast<std::size_t>(members());
   std::optional<hal::HalError> failure;
   stepping_ = true;
   if (crashed_) {
     failure = process_gone(gpus_.front().device->id());
   } else {
     try {
-      launch_step(plan);
+      launch_step();
     } catch (const hal::HalError& e) {
       failure = e;
     }
@@ -59,7 +61,7 @@ bool PrefillWorker::run_step(const StepPlan& plan) {
   }
   stepping_ = false;
   if (failure) {
-    step_failed(&plan, *failure);
+    step_failed(true, *failure);
     return false;
   }
   if (whole) {
@@ -67,7 +69,9 @@ bool PrefillWorker::run_step(const StepPlan& plan) {
     unconfirmed_.clear();
   } else {
     drained_ = false;
-    for (const StepItem& item : plan.items) unconfirmed_.push_back(item.id);
+    for (const DpRank& r : ranks_) {
+      for (const StepItem& item : r.plan.items) unconfirmed_.push_back(item.id);
+    }
   }
   return true;
 }
@@ -83,13 +87,15 @@ bool PrefillWorker::drain() {
     unconfirmed_.clear();
     return true;
   }
-  step_failed(nullptr, *failure);
+  step_failed(false, *failure);
   return false;
 }
 
-void PrefillWorker::step_failed(const StepPlan* plan, const hal::HalError& failure) {
+void PrefillWorker::step_failed(bool planned, const hal::HalError& failure) {
   drained_ = true;
-  if (plan != nullptr) sched_->abort_step(*plan);
+  for (DpRank& r : ranks_) {
+    if (planned) r.sched->abort_step(r.plan);
+  }
   restart_unconfirmed();
   rt_.record("prefill-worker", "step_failed",
              {{"gpu", failure.device()}, {"xid", static_cast<int>(failure.cause())}, {"error", failure.what()}, {"step", steps_}},
@@ -103,21 +109,24 @@ void PrefillWorker::restart_unconfirmed() {
   unconfirmed_.erase(std::unique(unconfirmed_.begin(), unconfirmed_.end()), unconfirmed_.end());
   std::size_t restarted = 0;
   for (RequestId id : unconfirmed_) {
-    const RequestState* r = sched_->find(id);
-    if (r == nullptr) continue;  // cancelled since
-    RequestState again = *r;
-    again.phase = RequestState::Phase::waiting;
-    again.computed_tokens = 0;
-    again.cached_tokens = 0;
-    again.output_tokens = 0;
-    again.in_step = false;
-    ++again.preemptions;  // recomputed from the start, as after a preemption
-    sched_->cancel(id);
-    sched_->enqueue(std::move(again));
-    ++restarted;
+    for (DpRank& rank : ranks_) {
+      const RequestState* r = rank.sched->find(id);
+      if (r == nullptr) continue;  // not on this rank, or cancelled since
+      RequestState again = *r;
+      again.phase = RequestState::Phase::waiting;
+      again.computed_tokens = 0;
+      again.cached_tokens = 0;
+      again.output_tokens = 0;
+      again.in_step = false;
+      ++again.preemptions;  // recomputed from the start, as after a preemption
+      rank.sched->cancel(id);
+      rank.sched->enqueue(std::move(again));
+      ++restarted;
+    }
   }
   unconfirmed_.clear();
-  const std::int64_t dropped_blocks = kv_->drop_gpu_cached();
+  std::int64_t dropped_blocks = 0;
+  for (DpRank& rank : ranks_) dropped_blocks += rank.kv->drop_gpu_cached();
   rt_.record("prefill-worker", "restarted_unconfirmed",
              {{"requests", restarted}, {"kv_blocks_dropped", dropped_blocks}}, rt::Severity::warning);
 }
@@ -147,13 +156,13 @@ void PrefillWorker::rebuild_groups(const std::string& why) {
   ++generation_;
   for (std::int64_t s = 0; s < pp(); ++s) {
     Stage& stage = stages_[static_cast<std::size_t>(s)];
-    if (stage.tp_group) retired_groups_.push_back(stage.tp_group);
+    for (const auto& tp_group : stage.tp_groups) retired_groups_.push_back(tp_group);
     if (stage.ep_group) retired_groups_.push_back(stage.ep_group);
     for (const auto& pair : stage.to_next) retired_groups_.push_back(pair);
     create_groups(s, ".g" + std::to_string(generation_));
   }
   for (std::int64_t s = 0; s < pp(); ++s) {
-    for (std::int64_t r = 0; r < tp(); ++r) gpu(s, r).builder = make_builder(stages_[static_cast<std::size_t>(s)], r);
+    for (std::int64_t m = 0; m < members(); ++m) gpu(s, m).builder = make_builder(stages_[static_cast<std::size_t>(s)], m);
   }
   rt_.record("prefill-worker", "groups_rebuilt", {{"why", why}, {"generation", generation_}});
 }
@@ -178,9 +187,13 @@ void PrefillWorker::take_down(const std::string& cause) {
   apply_or_defer([this, cause] {
     if (!live_) return;
     live_ = false;
-    const std::size_t requests = sched_->take_all().size();
+    std::size_t requests = 0;
+    std::int64_t dropped_blocks = 0;
+    for (DpRank& rank : ranks_) {
+      requests += rank.sched->take_all().size();
+      dropped_blocks += rank.kv->drop_gpu_cached();
+    }
     unconfirmed_.clear();
-    const std::int64_t dropped_blocks = kv_->drop_gpu_cached();
     rt_.record("prefill-worker", "taken_down",
                {{"cause", cause}, {"requests", requests}, {"kv_blocks_dropped", dropped_blocks}}, rt::Severity::warning);
     repaired_ = true;  // nothing left to step: the loop goes back to waiting for work

@@ -12,21 +12,34 @@ namespace nvl::engine {
 
 namespace {
 
-// The TP degree (the GPUs of one pipeline stage), checked before anything is split by it.
-std::int64_t checked_tp(const ModelProfile& model, std::size_t gpus, std::int64_t pp) {
+// The TP degree (the GPUs of one DP rank of one pipeline stage), checked before anything is split by it.
+std::int64_t checked_tp(const ModelProfile& model, std::size_t gpus, const PrefillWorkerConfig& cfg) {
   const auto n = static_cast<std::int64_t>(gpus);
+  const std::int64_t pp = cfg.pipeline_stages, dp = cfg.attention_dp;
   if (n < 1) throw std::invalid_argument("prefill worker: needs at least one GPU");
   if (pp < 1 || n % pp != 0) {
     throw std::invalid_argument("prefill worker: " + std::to_string(pp) + " pipeline stages do not divide its " +
                                 std::to_string(n) + " GPUs");
   }
-  const std::int64_t tp = n / pp;
+  if (dp < 1 || n % dp != 0) {
+    throw std::invalid_argument("prefill worker: " + std::to_string(dp) + " DP attention ranks do not divide its " +
+                                std::to_string(n) + " GPUs");
+  }
+  if (dp > 1 && pp > 1) throw std::invalid_argument("prefill worker: DP attention ranks with pipeline stages are not modelled");
+  if (dp > 1 && !cfg.expert_parallel) {
+    throw std::invalid_argument("prefill worker: DP attention ranks need the experts spread by EP over all the GPUs");
+  }
+  const std::int64_t tp = n / (pp * dp);
   if (model.num_attention_heads % tp != 0) {
     throw std::invalid_argument("prefill worker: TP " + std::to_string(tp) + " does not divide " + model.name + "'s " +
                                 std::to_string(model.num_attention_heads) + " attention heads");
   }
   return tp;
 }
+
+// The tokens TP rank t of a DP rank dispatches to the experts: its contiguous 1/tp of the rank's n (the
+// batch is TP-replicated, so no token is sent twice).
+std::int64_t tp_slice(std::int64_t n, std::int64_t t, std::int64_t tp) { return n * (t + 1) / tp - n * t / tp; }
 
 }  // namespace
 
@@ -40,7 +53,7 @@ PrefillWorker::PrefillWorker(rt::Runtime& rt, const ModelProfile& model, std::ve
       on_done_(std::move(on_done)),
       on_kv_ready_(std::move(on_kv_ready)),
       on_reject_(std::move(on_reject)),
-      kernels_(model, checked_tp(model, devices.size(), cfg_.pipeline_stages), cfg_.weights, cfg_.kv_dtype),
+      kernels_(model, checked_tp(model, devices.size(), cfg_), cfg_.weights, cfg_.kv_dtype),
       work_(rt, "prefill worker: new requests"),
       repair_(rt, "prefill worker: repair after a failed step") {
   work_.mark_idle_point();
@@ -48,8 +61,10 @@ PrefillWorker::PrefillWorker(rt::Runtime& rt, const ModelProfile& model, std::ve
   if (cfg_.kv_layer_groups < 1) throw std::invalid_argument("prefill worker: kv_layer_groups must be at least 1");
   if (cfg_.scheduler.draft_tokens != 0) throw std::invalid_argument("prefill worker: a prefill step drafts no MTP tokens");
   for (const hal::Device* d : devices) check_weight_dtypes(cfg_.weights, d->info());
-  const bool ep = cfg_.expert_parallel && tp > 1;
-  const ParallelLayout layout{.tp = tp, .dp = 1, .ep = ep ? tp : 1};
+  const std::int64_t dp = cfg_.attention_dp;
+  const std::int64_t members = tp * dp;  // a stage's GPUs
+  const bool ep = cfg_.expert_parallel && members > 1;
+  const ParallelLayout layout{.tp = tp, .dp = dp, .ep = ep ? members : 1};
 
   // MLA keeps one latent per token that every head reads, so each TP rank holds all of it (the reason
   // SGLang runs DeepSeek attention data-parallel); GQA's KV heads split over the ranks when tp divides them.
@@ -69,11 +84,12 @@ PrefillWorker::PrefillWorker(rt::Runtime& rt, const ModelProfile& model, std::ve
     rt::Rng& rng = rt.rng("prefill-expert-popularity");
     const ExpertLoad load = cfg_.expert_skew > 0 ? skewed_expert_load(model.n_routed_experts, cfg_.expert_skew, rng)
                                                  : uniform_expert_load(model.n_routed_experts);
-    placement_.emplace(load, tp, 0);
+    placement_.emplace(load, members, 0);
     traffic_.emplace(*placement_, load, model.num_experts_per_tok);
   }
   gpus_.resize(devices.size());
   for (std::size_t i = 0; i < devices.size(); ++i) gpus_[i].device = devices[i];
+  ranks_.resize(static_cast<std::size_t>(dp));
   for (std::int64_t s = 0; s < pp(); ++s) create_groups(s, "");
 
   // Every GPU of a stage holds the same share, so the smallest room for blocks sets the block count
@@ -82,44 +98,66 @@ PrefillWorker::PrefillWorker(rt::Runtime& rt, const ModelProfile& model, std::ve
   for (std::int64_t s = 0; s < pp(); ++s) {
     const Stage& stage = stages_[static_cast<std::size_t>(s)];
     const std::uint64_t gpu_block_bytes = stage.kv_per_gpu_token * static_cast<std::uint64_t>(cfg_.block_tokens);
-    for (std::int64_t r = 0; r < tp; ++r) {
-      Gpu& g = gpu(s, r);
-      const std::string tag =
-          (pp() > 1 ? "prefill stage " + std::to_string(s) + " rank " : "prefill rank ") + std::to_string(r);
+    for (std::int64_t m = 0; m < members; ++m) {
+      Gpu& g = gpu(s, m);
+      const std::string tag = (pp() > 1 ? "prefill stage " + std::to_string(s) + " rank "
+                               : dp > 1 ? "prefill DP rank " + std::to_string(m / tp) + " TP rank "
+                                        : "prefill rank ") +
+                              std::to_string(m % tp);
       g.weights = g.device->memory().allocate(stage.weights.total_bytes(), tag + " weights");
       const std::int64_t here = kv_blocks_left(*g.device, stage.weights.total_bytes(), reserve_bytes_, gpu_block_bytes);
       blocks = blocks < 0 ? here : std::min(blocks, here);
       g.stream = &g.device->create_stream(tag);
-      g.builder = make_builder(stage, r);
+      g.builder = make_builder(stage, m);
     }
   }
   for (std::int64_t s = 0; s < pp(); ++s) {
     Stage& stage = stages_[static_cast<std::size_t>(s)];
     stage.kv_bytes_per_gpu = static_cast<std::uint64_t>(blocks) * stage.kv_per_gpu_token *
                              static_cast<std::uint64_t>(cfg_.block_tokens);
-    for (std::int64_t r = 0; r < tp; ++r) {
-      gpu(s, r).kv = gpu(s, r).device->memory().allocate(stage.kv_bytes_per_gpu, "prefill KV");
+    for (std::int64_t m = 0; m < members; ++m) {
+      gpu(s, m).kv = gpu(s, m).device->memory().allocate(stage.kv_bytes_per_gpu, "prefill KV");
     }
   }
   // The cache counts a block by the request's KV it holds (one copy), which is what a transfer moves.
-  kv_ = std::make_unique<KvCacheManager>(KvCacheConfig{.rank = 0,
-                                                       .gpu_blocks = blocks,
-                                                       .grace_blocks = 0,
-                                                       .block_tokens = cfg_.block_tokens,
-                                                       .block_bytes = kv_bytes_per_token(model, cfg_.kv_dtype).total() * static_cast<std::uint64_t>(cfg_.block_tokens),
-                                                       .grace_policy = GraceTierPolicy::off});
-  sched_ = std::make_unique<RankScheduler>(*kv_, cfg_.scheduler, make_scheduling_policy(cfg_.scheduling_policy));
-  tokens_.resize(static_cast<std::size_t>(tp));
+  for (std::int64_t d = 0; d < dp; ++d) {
+    DpRank& rank = ranks_[static_cast<std::size_t>(d)];
+    rank.kv = std::make_unique<KvCacheManager>(KvCacheConfig{.rank = static_cast<std::int32_t>(d),
+                                                             .gpu_blocks = blocks,
+                                                             .grace_blocks = 0,
+                                                             .block_tokens = cfg_.block_tokens,
+                                                             .block_bytes = kv_bytes_per_token(model, cfg_.kv_dtype).total() * static_cast<std::uint64_t>(cfg_.block_tokens),
+                                                             .grace_policy = GraceTierPolicy::off});
+    rank.sched = std::make_unique<RankScheduler>(*rank.kv, cfg_.scheduler, make_scheduling_policy(cfg_.scheduling_policy));
+  }
+  tokens_.resize(static_cast<std::size_t>(members));
+}
+
+std::vector<hal::Device*> PrefillWorker::devices_of(std::int64_t stage, std::int32_t rank) const {
+  std::vector<hal::Device*> devices;
+  const std::size_t first = static_cast<std::size_t>(stage * members() + rank * tp());
+  for (std::size_t i = first; i < first + static_cast<std::size_t>(tp()); ++i) devices.push_back(gpus_.at(i).device);
+  return devices;
 }
 
 void PrefillWorker::create_groups(std::int64_t s, const std::string& suffix) {
   Stage& stage = stages_[static_cast<std::size_t>(s)];
   const std::int64_t tp = this->tp();
-  std::vector<hal::DeviceId> ids;
-  for (std::int64_t r = 0; r < tp; ++r) ids.push_back(gpu(s, r).device->id());
+  const auto ids_of = [&](std::int64_t first, std::int64_t count) {
+    std::vector<hal::DeviceId> ids;
+    for (std::int64_t m = first; m < first + count; ++m) ids.push_back(gpu(s, m).device->id());
+    return ids;
+  };
   const std::string name = std::to_string(tp) + (pp() > 1 ? ".s" + std::to_string(s) : "") + suffix;
-  if (tp > 1) stage.tp_group = collectives_.create_group("prefill-tp" + name, ids);
-  if (placement_) stage.ep_group = collectives_.create_group("prefill-ep" + name, ids);
+  stage.tp_groups.clear();
+  for (std::int32_t d = 0; tp > 1 && d < ranks(); ++d) {
+    stage.tp_groups.push_back(collectives_.create_group(
+        "prefill-tp" + name + (ranks() > 1 ? ".d" + std::to_string(d) : ""), ids_of(d * tp, tp)));
+  }
+  if (placement_) {
+    const std::string ep_name = ranks() > 1 ? std::to_string(members()) + suffix : name;
+    stage.ep_group = collectives_.create_group("prefill-ep" + ep_name, ids_of(0, members()));
+  }
   stage.to_next.clear();
   if (stage.layers.last) return;
   for (std::int64_t r = 0; r < tp; ++r) {
@@ -129,13 +167,16 @@ void PrefillWorker::create_groups(std::int64_t s, const std::string& suffix) {
   }
 }
 
-std::unique_ptr<StepGraphBuilder> PrefillWorker::make_builder(const Stage& stage, std::int64_t rank) const {
-  return std::make_unique<StepGraphBuilder>(kernels_, traffic_ ? &*traffic_ : nullptr,
-                                            StepGraphOptions{.ep_group = stage.ep_group,
-                                                             .tp_group = stage.tp_group,
-                                                             .rank = static_cast<std::int32_t>(rank),
-                                                             .local_experts = stage.weights.expert_slots,
-                                                             .mtp = false});
+std::unique_ptr<StepGraphBuilder> PrefillWorker::make_builder(const Stage& stage, std::int64_t member) const {
+  const std::int64_t tp = this->tp();
+  return std::make_unique<StepGraphBuilder>(
+      kernels_, traffic_ ? &*traffic_ : nullptr,
+      StepGraphOptions{.ep_group = stage.ep_group,
+                       .tp_group = stage.tp_groups.empty() ? nullptr : stage.tp_groups[static_cast<std::size_t>(member / tp)],
+                       .rank = static_cast<std::int32_t>(member),
+                       .local_experts = stage.weights.expert_slots,
+                       .mtp = false,
+                       .tp_rank = ranks() > 1 ? std::optional<std::int32_t>(static_cast<std::int32_t>(member % tp)) : std::nullopt});
 }
 
 void PrefillWorker::start() {
@@ -144,68 +185,87 @@ void PrefillWorker::start() {
   rt_.spawn("prefill-worker", [this] { loop(); }, rt::SpawnOptions{.daemon = true});
 }
 
-void PrefillWorker::submit(RequestState request) {
+void PrefillWorker::submit(std::int32_t rank, RequestState request) {
   if (!live_) throw std::logic_error("prefill worker: a request submitted while it is taken down");
   request.max_output_tokens = 1;
   request.hold_kv_after_finish = cfg_.hold_kv_for_transfer;
-  sched_->enqueue(std::move(request));
+  ranks_.at(static_cast<std::size_t>(rank)).sched->enqueue(std::move(request));
   new_work_ = true;
   work_.notify_all();
 }
 
-bool PrefillWorker::cancel(RequestId id) { return sched_->cancel(id); }
+bool PrefillWorker::cancel(RequestId id) {
+  bool found = false;
+  for (DpRank& r : ranks_) found = r.sched->cancel(id) || found;
+  return found;
+}
 
 void PrefillWorker::release_kv(RequestId id) {
-  if (!sched_->release_held(id)) {
+  if (std::none_of(ranks_.begin(), ranks_.end(), [id](DpRank& r) { return r.sched->release_held(id); })) {
     // Not held: a failed step put it back in the queue after its KV had all been sent (or its step is
     // still running). It need not run again.
-    sched_->cancel(id);
+    cancel(id);
     return;
   }
   new_work_ = true;  // the freed blocks may admit a waiting prompt
   work_.notify_all();
 }
 
-void PrefillWorker::launch_step(const StepPlan& plan) {
-  batch_.prefills.clear();
-  batch_.decodes.clear();
+void PrefillWorker::launch_step() {
   struct Finishing {
     RequestId id;
     std::int64_t prompt_tokens;
   };
-  std::vector<Finishing> finishing;
-  for (const StepItem& item : plan.items) {
-    batch_.prefills.push_back(PrefillSpan{item.context_tokens, item.new_tokens, item.last_chunk});
-    if (item.last_chunk) finishing.push_back(Finishing{item.id, item.context_tokens + item.new_tokens});
-  }
-  // Under EP each rank dispatches its own slice of the (TP-replicated) batch.
-  const std::int64_t n = batch_.tokens();
+  std::vector<std::vector<Finishing>> finishing(ranks_.size());
+  bool any_finishing = false;
   const std::int64_t tp = this->tp();
-  for (std::int64_t r = 0; r < tp; ++r) tokens_[static_cast<std::size_t>(r)] = n * (r + 1) / tp - n * r / tp;
+  std::int64_t n = 0;  // tokens of DP rank 0: what each pipeline stage hands on
+  for (std::size_t d = 0; d < ranks_.size(); ++d) {
+    DpRank& rank = ranks_[d];
+    rank.batch.prefills.clear();
+    rank.batch.decodes.clear();
+    for (const StepItem& item : rank.plan.items) {
+      rank.batch.prefills.push_back(PrefillSpan{item.context_tokens, item.new_tokens, item.last_chunk});
+      if (item.last_chunk) finishing[d].push_back(Finishing{item.id, item.context_tokens + item.new_tokens});
+    }
+    any_finishing = any_finishing || !finishing[d].empty();
+    // Under EP each GPU dispatches its own slice of its (TP-replicated) DP rank's batch.
+    const std::int64_t tokens = rank.batch.tokens();
+    if (d == 0) n = tokens;
+    for (std::int64_t t = 0; t < tp; ++t) {
+      tokens_[d * static_cast<std::size_t>(tp) + static_cast<std::size_t>(t)] = tp_slice(tokens, t, tp);
+    }
+  }
 
   const std::int64_t layers = model_.num_hidden_layers;
   for (std::int64_t s = 0; s < pp(); ++s) {
     const PipelineStage& range = stages_[static_cast<std::size_t>(s)].layers;
     const std::int64_t own = range.end_layer - range.first_layer;
-    const std::int64_t groups = finishing.empty() ? 1 : std::min(cfg_.kv_layer_groups, own);
+    // Every rank cuts its layers alike: the EP collectives of a layer group join them all.
+    const std::int64_t groups = any_finishing ? std::min(cfg_.kv_layer_groups, own) : 1;
     for (std::int64_t k = 0; k < groups; ++k) {
       const std::int64_t first = range.first_layer + own * k / groups, end = range.first_layer + own * (k + 1) / groups;
-      for (std::int64_t r = 0; r < tp; ++r) {
-        Gpu& g = gpu(s, r);
+      for (std::int64_t m = 0; m < members(); ++m) {
+        Gpu& g = gpu(s, m);
+        const RankBatch& batch = ranks_[static_cast<std::size_t>(m / tp)].batch;
         g.stream->launch(
-            g.device->instantiate(g.builder->build_layers(batch_, tokens_, first, end, range.last && k + 1 == groups)));
+            g.device->instantiate(g.builder->build_layers(batch, tokens_, first, end, range.last && k + 1 == groups)));
       }
-      if (finishing.empty()) continue;
-      // The group's collectives align the stage's ranks, so its rank 0's stream tells when every
-      // rank's layers are done.
+      if (!any_finishing) continue;
       // Layers that share a DSA indexer (IndexShare) store no indexer keys: count the bytes per layer.
       const std::uint64_t kv_per_token = kv_bytes_per_token_of_layers(model_, cfg_.kv_dtype, 0, end).total();
-      gpu(s, 0).stream->add_callback([this, finishing, end, layers, kv_per_token](const hal::HalError* error) {
-        if (error != nullptr || crashed_) return;  // the step failed (or its process died): it is undone
-        for (const Finishing& f : finishing) {
-          on_kv_ready_(f.id, end, layers, static_cast<std::uint64_t>(f.prompt_tokens) * kv_per_token);
-        }
-      });
+      for (std::size_t d = 0; d < ranks_.size(); ++d) {
+        if (finishing[d].empty()) continue;
+        // The rank's TP collectives align its GPUs, so its first GPU's stream tells when all of them
+        // have written the group's layers.
+        gpu(s, static_cast<std::int64_t>(d) * tp)
+            .stream->add_callback([this, done = finishing[d], end, layers, kv_per_token](const hal::HalError* error) {
+              if (error != nullptr || crashed_) return;  // the step failed (or its process died): it is undone
+              for (const Finishing& f : done) {
+                on_kv_ready_(f.id, end, layers, static_cast<std::uint64_t>(f.prompt_tokens) * kv_per_token);
+              }
+            });
+      }
     }
     if (!range.last) hand_on(s, n);
   }
@@ -241,13 +301,21 @@ void PrefillWorker::hand_on(std::int64_t s, std::int64_t tokens) {
   }
 }
 
+bool PrefillWorker::plan_all() {
+  bool any = false;
+  for (DpRank& rank : ranks_) {
+    rank.plan = rank.sched->plan_step();
+    for (RequestId id : rank.plan.rejected) on_reject_(id, "prompt needs more KV blocks than the prefill worker holds");
+    any = any || !rank.plan.empty();
+  }
+  return any;
+}
+
 void PrefillWorker::loop() {
   for (;;) {
     apply_deferred();  // a take-down or return asked for while the last step ran
     new_work_ = false;
-    const StepPlan plan = sched_->plan_step();
-    for (RequestId id : plan.rejected) on_reject_(id, "prompt needs more KV blocks than the prefill worker holds");
-    if (plan.empty()) {
+    if (!plan_all()) {
       if (!drained_) {
         // Later stages still run chunks the scheduler has counted: their outcome first, then new work.
         if (!drain()) await_repair();
@@ -256,12 +324,16 @@ void PrefillWorker::loop() {
       work_.wait([this] { return new_work_; });
       continue;
     }
-    if (!run_step(plan)) {
+    if (!run_step()) {
       await_repair();
       continue;
     }
-    for (const StepOutcome& o : sched_->complete_step(plan, [](RequestId) { return std::int64_t{0}; })) {
-      if (o.finished) on_done_(o);
+    for (DpRank& rank : ranks_) {
+      for (const StepOutcome& o : rank.sched->complete_step(rank.plan, [](RequestId) { return std::int64_t{0}; })) {
+        if (!o.finished) continue;
+        ++rank.prefilled;
+        on_done_(o);
+      }
     }
     ++steps_;
   }

@@ -20,6 +20,12 @@
 // consecutive layers, each followed by a host callback, so on_kv_ready fires at the simulated time a
 // group's layers have written their KV (stage 0's first) and a transfer of those layers may start
 // while later layers still compute.
+//
+// DP attention (DEP prefill, `attention_dp` = dp > 1, no pipeline): the GPUs are dp attention ranks of
+// tp each, DP rank d on devices [d * tp, (d + 1) * tp), each with its own scheduler and KV cache and its
+// own prompts, the routed experts spread by EP over all of them. The ranks step in lockstep, because
+// every MoE layer's all-to-all joins them; a rank with nothing to do runs an empty batch and still takes
+// part, as in the decoding group. Whoever submits picks the rank (SGLang's DP controller dispatches).
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -57,6 +63,8 @@ struct PrefillWorkerConfig {
   std::int64_t kv_layer_groups = 4;  // graphs a finishing step is cut into per stage (1: KV ready at its end)
   // Pipeline stages: the devices are tp x pp, tp = devices / pp (1: one TP group, no pipeline).
   std::int64_t pipeline_stages = 1;
+  // DP attention ranks: the devices are dp x tp; above 1 needs expert_parallel and one pipeline stage.
+  std::int64_t attention_dp = 1;
   // Keep each request's KV after its first token until release_kv(): it is still being transferred.
   bool hold_kv_for_transfer = false;
   // After a failed step with every GPU healthy (a link or collective error), the step is retried on new
@@ -81,24 +89,28 @@ class PrefillWorker {
  public:
   // Takes the weights and KV memory on every device: a model that does not fit is a HalError naming
   // the device; a TP degree that does not divide the heads, experts that do not spread evenly over
-  // a stage's GPUs under EP, or pipeline stages that do not divide the devices or leave a stage
-  // without layers, is std::invalid_argument.
+  // a stage's GPUs under EP, pipeline stages that do not divide the devices or leave a stage
+  // without layers, or DP ranks without EP or beside pipeline stages, is std::invalid_argument.
   PrefillWorker(rt::Runtime& rt, const ModelProfile& model, std::vector<hal::Device*> devices,
                 hal::Collectives& collectives, PrefillWorkerConfig cfg, PrefillDoneSink on_done,
                 KvReadySink on_kv_ready, PrefillRejectSink on_reject);
 
   // Starts the stepping fiber (a daemon: it waits for work when idle).
   void start();
-  // The request is prefilled only: it finishes at its first token whatever max_output_tokens says.
-  void submit(RequestState request);
+  // The request is prefilled only, on DP rank `rank`: it finishes at its first token whatever
+  // max_output_tokens says.
+  void submit(std::int32_t rank, RequestState request);
   bool cancel(RequestId id);
   // With hold_kv_for_transfer: the request's KV was sent (or given up on) and may be reused now.
   void release_kv(RequestId id);
 
   std::int64_t tp() const { return kernels_.tp(); }
   std::int64_t pp() const { return static_cast<std::int64_t>(stages_.size()); }
-  const RankScheduler& scheduler() const { return *sched_; }
-  KvCacheManager& kv() { return *kv_; }
+  std::int32_t ranks() const { return static_cast<std::int32_t>(ranks_.size()); }
+  // The GPUs of DP rank `rank` in pipeline stage `stage` (its TP group), which hold its KV.
+  std::vector<hal::Device*> devices_of(std::int64_t stage, std::int32_t rank) const;
+  const RankScheduler& scheduler(std::int32_t rank = 0) const { return *dp_rank(rank).sched; }
+  KvCacheManager& kv(std::int32_t rank = 0) { return *dp_rank(rank).kv; }
   // What each GPU of a stage holds; the layers it runs.
   const WeightFootprint& weights(std::int64_t stage = 0) const { return stage_at(stage).weights; }
   const PipelineStage& layers(std::int64_t stage = 0) const { return stage_at(stage).layers; }
@@ -108,6 +120,8 @@ class PrefillWorker {
   std::uint64_t kv_bytes_per_gpu(std::int64_t stage = 0) const { return stage_at(stage).kv_bytes_per_gpu; }
   std::uint64_t activation_reserve_bytes() const { return reserve_bytes_; }
   std::uint64_t steps() const { return steps_; }
+  // Prompts DP rank `rank` finished.
+  std::uint64_t prefilled(std::int32_t rank) const { return dp_rank(rank).prefilled; }
 
   // Faults (engine/worker/prefill_recovery.cpp). A failed step is undone and reported to the sink; the
   // worker then waits for take_down() (or, once its GPUs are all healthy, retries on new communicators
@@ -131,32 +145,47 @@ class PrefillWorker {
     std::optional<hal::Buffer> kv;
     std::unique_ptr<StepGraphBuilder> builder;
   };
-  // One pipeline stage: a TP group (with EP, an EP group) of its own over gpus_[s * tp, (s + 1) * tp).
+  // One pipeline stage over gpus_[s * dp * tp, (s + 1) * dp * tp): each DP rank's TP group, and with EP
+  // one EP group over all of them.
   struct Stage {
     PipelineStage layers;
     WeightFootprint weights;
     std::uint64_t kv_per_gpu_token = 0;
     std::uint64_t kv_bytes_per_gpu = 0;
-    std::shared_ptr<hal::CommGroup> tp_group;
+    std::vector<std::shared_ptr<hal::CommGroup>> tp_groups;  // per DP rank; none at tp 1
     std::shared_ptr<hal::CommGroup> ep_group;
     std::vector<std::shared_ptr<hal::CommGroup>> to_next;  // rank r and rank r of the next stage
   };
+  // One DP rank's scheduler and KV cache, and its part of the step.
+  struct DpRank {
+    std::unique_ptr<KvCacheManager> kv;
+    std::unique_ptr<RankScheduler> sched;
+    StepPlan plan;
+    RankBatch batch;
+    std::uint64_t prefilled = 0;
+  };
   const Stage& stage_at(std::int64_t s) const { return stages_.at(static_cast<std::size_t>(s)); }
-  Gpu& gpu(std::int64_t stage, std::int64_t rank) { return gpus_[static_cast<std::size_t>(stage * tp() + rank)]; }
+  const DpRank& dp_rank(std::int32_t r) const { return ranks_.at(static_cast<std::size_t>(r)); }
+  std::int64_t members() const { return ranks() * tp(); }  // GPUs of a stage: its EP members
+  // GPU `rank` of stage `stage`, counted over the stage's DP ranks (DP rank d's TP rank t is d * tp + t).
+  Gpu& gpu(std::int64_t stage, std::int64_t rank) { return gpus_[static_cast<std::size_t>(stage * members() + rank)]; }
   void loop();
-  void launch_step(const StepPlan& plan);
+  // Each DP rank plans its part of the step (rejections reported); false when none has work.
+  bool plan_all();
+  void launch_step();
   // Stage s's activations of `tokens` to the next stage: each rank's send graph, then the next stage's receives.
   void hand_on(std::int64_t s, std::int64_t tokens);
-  std::unique_ptr<StepGraphBuilder> make_builder(const Stage& stage, std::int64_t rank) const;
+  std::unique_ptr<StepGraphBuilder> make_builder(const Stage& stage, std::int64_t member) const;
   // Stage s's TP, EP and hand-on groups, named after the stage (and the communicator generation).
   void create_groups(std::int64_t s, const std::string& suffix);
-  // Launches the step and waits for what the next one needs: every GPU, or with pp > 1 and no prompt
-  // finishing, only the first stage's; false (the step undone) on failure.
-  bool run_step(const StepPlan& plan);
+  // Launches the planned step and waits for what the next one needs: every GPU, or with pp > 1 and no
+  // prompt finishing, only the first stage's; false (the step undone) on failure.
+  bool run_step();
   // Waits for the later stages' work still running; false on failure.
   bool drain();
-  // A failed step (or drain): undone, reported, and what later stages had not confirmed started again.
-  void step_failed(const StepPlan* plan, const hal::HalError& failure);
+  // A failed step (planned: the one in the ranks' plans) or drain: undone, reported, and what later
+  // stages had not confirmed started again.
+  void step_failed(bool planned, const hal::HalError& failure);
   // Requests whose chunks the scheduler counted before the later stages ran them, started again from
   // scratch after a failure (and the prefix cache dropped: it may hold those chunks' blocks).
   void restart_unconfirmed();
@@ -179,14 +208,12 @@ class PrefillWorker {
   std::optional<ExpertPlacement> placement_;
   std::optional<MoeTraffic> traffic_;
   std::vector<Stage> stages_;
-  std::vector<Gpu> gpus_;  // stage-major: stage s's rank r is gpus_[s * tp + r]
+  std::vector<Gpu> gpus_;  // stage-major, then DP rank, then TP rank
   hal::SharedCollectiveOp send_, receive_;  // the last hand-on's parts, kept while its size stays
   bool drained_ = true;                     // no stage runs work of a step the scheduler has counted
   std::vector<RequestId> unconfirmed_;      // requests of steps counted before every stage ran them
-  std::unique_ptr<KvCacheManager> kv_;
-  std::unique_ptr<RankScheduler> sched_;
-  RankBatch batch_;
-  std::vector<std::int64_t> tokens_;  // tokens each EP rank dispatches (its slice of the batch)
+  std::vector<DpRank> ranks_;
+  std::vector<std::int64_t> tokens_;  // tokens each EP member dispatches (its slice of its DP rank's batch)
   rt::Condition work_;   // an idle point: the stepping fiber waits here when there is nothing to run
   bool new_work_ = false;
   std::uint64_t steps_ = 0;

@@ -1,7 +1,11 @@
 // Several instances in one P/D system: the router numbers the DP ranks of every decoding instance in one
 // list and its prefix index follows the cache of a rank in the second instance; long prompts go to the
 // prefill instance with the fewest prompt tokens outstanding, so two at once prefill side by side; a
-// decode-only instance sends even a short prompt to a prefill instance.
+// decode-only instance sends even a short prompt to a prefill instance; a DEP prefill instance hands its
+// prompts to its DP ranks in turn and each prompt's KV leaves from its own rank's GPU; a prefix fetched
+// into an attention-TP rank lands on every GPU of the rank.
+#include <cmath>
+
 #include <gtest/gtest.h>
 
 #include "tests/engine/pd_rig.h"
@@ -78,6 +82,68 @@ TEST(PdInstances, ADecodeOnlyInstanceSendsEvenShortPromptsToAPrefillInstance) {
   }
   EXPECT_EQ(rig.system->routed(PrefillPath::prefill_worker), 4u);
   EXPECT_EQ(rig.system->prefilled_by(0) + rig.system->prefilled_by(1), 4u);
+  pd_test::expect_kv_returned(rig);
+}
+
+TEST(PdInstances, ADepPrefillInstanceRunsEachPromptOnOneDpRankAndPushesItsKvFromThatRanksGpu) {
+  // One DEP4 prefill instance on GPUs 64-67 (four DP ranks of one GPU, EP4).
+  Rig rig(pd_test::options([](pd_test::RigOptions& o) {
+    o.policy = "round_robin";
+    o.tweak = [](PdDeployment& d) {
+      std::vector<hal::Device*> prefill = d.prefill.front().gpus;
+      d.prefill.front().gpus.assign(prefill.begin(), prefill.begin() + 4);
+      d.prefill.front().worker.attention_dp = 4;
+      d.prefill.front().worker.expert_parallel = true;
+    };
+  }));
+  rig.system->submit(request(1, 20'000, 2, 1));
+  rig.system->submit(request(2, 20'000, 2, 2));
+  rig.rt.run();
+  ASSERT_EQ(rig.done.size(), 2u);
+  for (const auto& [id, t] : rig.done) EXPECT_TRUE(t.failure.empty()) << id << ": " << t.failure;
+  const PrefillWorker& worker = rig.system->prefill(0);
+  ASSERT_EQ(worker.ranks(), 4);
+  EXPECT_EQ(worker.prefilled(0), 1u);
+  EXPECT_EQ(worker.prefilled(1), 1u);
+  EXPECT_EQ(worker.prefilled(2) + worker.prefilled(3), 0u);
+  // Each prompt's KV (20,000 tokens x 35,136 B, none held at the decode ranks) leaves over the CX8 of
+  // its rank's GPU, 64 and 65, as wire bytes at the profile's RDMA efficiency (0.9025, gb300-nvl72.json);
+  // the NICs of 66 and 67 carry none of it.
+  const fabric::Fabric& fabric = rig.cluster.fabric();
+  const auto nic_tx = [&](int gpu) {
+    return fabric.carried_bytes(fabric.topology().nic(fabric.topology().gpu(gpu).nic).tx);
+  };
+  const double kv = 20'000.0 * pd_test::kKvBytesPerToken / 0.9025;
+  EXPECT_NEAR(nic_tx(64), kv, 0.01 * kv);
+  EXPECT_NEAR(nic_tx(65), kv, 0.01 * kv);
+  EXPECT_EQ(nic_tx(66), 0.0);
+  EXPECT_EQ(nic_tx(67), 0.0);
+  pd_test::expect_kv_returned(rig);
+}
+
+TEST(PdInstances, APrefixFetchedIntoAnAttentionTpRankLandsOnEachOfItsGpus) {
+  // Four DP ranks of TP2 on GPUs 0-7; round robin sends the second request of the same chain to rank 1,
+  // which fetches the 15 blocks rank 0 holds (1,000 tokens: 15 whole blocks of 64) instead of
+  // recomputing them.
+  Rig rig(pd_test::options([](pd_test::RigOptions& o) {
+    o.policy = "round_robin";
+    o.tweak = [](PdDeployment& d) { d.decode.front().group.attention_tp = 2; };
+  }));
+  rig.system->submit(request(1, 1'000, 2, 7));
+  rig.rt.run();
+  rig.system->submit(request(2, 1'000, 2, 7));
+  rig.rt.run();
+  ASSERT_EQ(rig.done.size(), 2u);
+  ASSERT_EQ(rig.done[2].rank, 1);
+  EXPECT_EQ(rig.system->kv(1).hit_counts().imported_tokens, 15 * 64);
+  // MLA: each TP rank holds the whole latent, so GPUs 2 and 3 both receive the 15 x 64 x 35,136 B =
+  // 33.7 MB over NVLink, beside the same EP traffic (uniform experts, the batch split evenly): their
+  // NVLink inflows differ by far less than one copy of the prefix.
+  const fabric::Fabric& fabric = rig.cluster.fabric();
+  const auto nvlink_in = [&](int gpu) { return fabric.carried_bytes(fabric.topology().gpu(gpu).nvl_down); };
+  const double prefix = 15.0 * 64 * pd_test::kKvBytesPerToken;
+  EXPECT_GT(nvlink_in(3), prefix);
+  EXPECT_LT(std::abs(nvlink_in(2) - nvlink_in(3)), 0.05 * prefix) << nvlink_in(2) << " vs " << nvlink_in(3);
   pd_test::expect_kv_returned(rig);
 }
 

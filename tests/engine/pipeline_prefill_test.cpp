@@ -61,7 +61,7 @@ Timed prefill(int gpus, PrefillWorkerConfig cfg, std::vector<std::int64_t> promp
     RequestState r;
     r.id = i + 1;
     r.prompt_tokens = prompts[i];
-    worker.submit(r);
+    worker.submit(0, r);
   }
   rt.run();
   EXPECT_EQ(run.done.size(), prompts.size());
@@ -208,7 +208,7 @@ void lose_a_gpu_mid_prompt(std::int64_t pp, int lost_gpu) {
   RequestState r;
   r.id = 1;
   r.prompt_tokens = kLongPrompt;
-  w.submit(r);
+  w.submit(0, r);
   rt.call_after(rt::ms(500), [&] { cluster.fleet().device(lost_gpu).inject_gpu_lost(); });
   rt.run();
   EXPECT_TRUE(done.empty());
@@ -255,7 +255,7 @@ TEST(PipelinePrefill, ALinkFaultOnHealthyGpusRestartsTheChunksTheLastStageHadNot
   RequestState r;
   r.id = 1;
   r.prompt_tokens = kLongPrompt;
-  w.submit(r);
+  w.submit(0, r);
   // GPU 6 (rank 2 of stage 1) loses its NVLinks for a second mid-prompt: its collectives fail, every GPU
   // stays healthy, so the worker retries on new communicators until the links are back.
   const auto links = [&](bool down) {

@@ -124,6 +124,15 @@ TEST(DeploymentCheck, PipelineStagesOnADecodingPoolAreRejected) {
   expect_has(load_error({kDep + "pp=2"}), "deployment.pools[0].pp: a mixed pool decodes every step");
 }
 
+TEST(DeploymentCheck, ADepPrefillPoolSpreadsItsExpertsOverAllItsGpusInOneStage) {
+  // DEP8: eight DP attention ranks of one GPU, EP8, builds.
+  EXPECT_EQ(build_error({kPrefill + "tp=1", kPrefill + "dp=8", kPrefill + "ep=8"}), "");
+  expect_has(load_error({kPrefill + "tp=1", kPrefill + "dp=8", kPrefill + "ep=1"}),
+             "deployment.pools[1].ep: a prefill instance with DP attention ranks spreads its experts over all its tp x dp = 8 GPUs: ep must be 8");
+  expect_has(load_error({kPrefill + "tp=1", kPrefill + "dp=4", kPrefill + "ep=4", kPrefill + "pp=2"}),
+             "deployment.pools[1].pp: a prefill instance with DP attention ranks (dp > 1) runs one pipeline stage");
+}
+
 TEST(DeploymentCheck, SmPartitionsOutsideTheOpenUnitIntervalOnAPrefillPoolOrWithTwoBatchOverlapAreRejected) {
   EXPECT_EQ(load_error({kDep + R"(sm_partition={"prefill": 0.3})"}), "");
   expect_has(load_error({kDep + R"(sm_partition={"prefill": 0.3})", kDep + "two_batch_overlap=true"}),

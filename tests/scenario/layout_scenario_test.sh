@@ -34,6 +34,9 @@ else:
 if name == "prefill-rack1-decode-rack0":
     need(all(g >= 72 for p in pools if p["role"] == "prefill" for g in p["gpus"]), "prefill not in rack 1")
     need(r["links"]["nic"]["mean_utilisation"] > 0, "KV between racks must cross the CX8 NICs")
+if name == "dep8-prefill-dep32-decode":
+    per_rank = [p["prefilled_per_dp_rank"] for p in pools if p["role"] == "prefill"][0]
+    need(len(per_rank) == 8 and min(per_rank) > 0, "every DP rank of the DEP8 prefill instance prefills: %s" % per_rank)
 if name == "ep144-two-racks":
     need(len(pools[0]["gpus"]) == 144, "EP144 over 144 GPUs")
 print("ok: %s: TTFT mean %.1f ms, TPOT mean %.2f ms, %d requests, speedup %.0fx"
