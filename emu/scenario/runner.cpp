@@ -206,6 +206,11 @@ RunReport run_once(const Scenario& sc, const RunControls& controls, std::vector<
   }
   load.trace_block_tokens = static_cast<std::int32_t>(sc.workload.trace_block_tokens);
   const WorkloadSource source = open_workload_source(sc.workload.source, load);
+  if (sc.workload.requests > 0 && source.workload.request_count() != source.workload.sessions.size()) {
+    throw rt::InputError(sc.file, "workload.requests",
+                         "counts requests of one-request sessions, but " + sc.workload.source +
+                             " has sessions of several: bound it with workload.max_sessions");
+  }
   std::optional<ArrivalProcess> arrivals;
   if (sc.workload.concurrency == 0) {
     try {

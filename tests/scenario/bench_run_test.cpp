@@ -70,5 +70,16 @@ TEST(BenchRun, BadBenchmarkKeysNameTheKey) {
   expect_scenario_error({"workload.max_sessions=3"}, "workload.max_sessions");
 }
 
+TEST(BenchRun, RequestsCountOnlyOneRequestSessions) {
+  const Scenario sc = load_scenario(
+      kBenchSmall, with({R"(workload={"source": "gen:codex:trials=2,seed=1", "requests": 2, "concurrency": 1})"}));
+  try {
+    (void)run_scenario(sc);
+    ADD_FAILURE() << "expected an InputError naming workload.requests";
+  } catch (const rt::InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("workload.requests"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace nvl::emu
