@@ -8,6 +8,7 @@
 // Every session must be one request (bench, Mooncake, Azure): a closed loop has no think time to honour.
 #include <cstdint>
 #include <set>
+#include <string>
 
 #include "emu/scenario/workload_driver.h"
 #include "emu/workload/workload.h"
