@@ -68,6 +68,19 @@ TEST(BenchRun, BadBenchmarkKeysNameTheKey) {
   expect_scenario_error({"workload.starts=recorded"}, "workload.starts");
   expect_scenario_error({"workload.rate_sessions_per_s=2"}, "workload.rate_sessions_per_s");
   expect_scenario_error({"workload.max_sessions=3"}, "workload.max_sessions");
+  expect_scenario_error({"workload.trace_block_tokens=64"}, "workload.trace_block_tokens");
+}
+
+TEST(BenchRun, WithoutConcurrencyTheRequestsArriveOpenLoop) {
+  const Scenario sc = load_scenario(
+      kBenchSmall, with({R"(workload={"source": "bench:isl=128,osl=4", "requests": 5, "rate_sessions_per_s": 20})"}));
+  const RunReport r = run_scenario(sc);
+  ASSERT_EQ(r.stop_reason, "quiescent");
+  EXPECT_EQ(r.requests_total, 5u);
+  EXPECT_EQ(r.benchmark.completed, 5u);
+  EXPECT_EQ(r.benchmark.concurrency, 0);
+  EXPECT_EQ(r.benchmark.warmup_requests, 0u);
+  EXPECT_EQ(r.benchmark.output_tokens, 5u * 4u);
 }
 
 TEST(BenchRun, RequestsCountOnlyOneRequestSessions) {
