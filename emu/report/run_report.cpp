@@ -68,6 +68,7 @@ nlohmann::json to_json(const RunReport& r) {
   j["checks"] = checks;
   j["faults"] = r.faults;
   j["pools"] = r.pools;
+  j["benchmark"] = to_json(r.benchmark);
   j["timeline"] = {{"interval_s", r.timeline.interval_s}, {"samples", r.timeline.samples()}};
   if (r.trace) {
     const TraceSummary s = r.trace->summary();
@@ -102,6 +103,15 @@ void print_summary(std::ostream& os, const RunReport& r) {
   latency_row(os, "E2E", r.e2e);
   os << std::setprecision(1) << "throughput: " << r.input_tokens_per_s() << " input tok/s, " << r.output_tokens_per_s()
      << " output tok/s\n";
+  const BenchmarkMetrics& b = r.benchmark;
+  if (b.completed > 0) {
+    os << std::setprecision(2) << "benchmark: " << b.completed << " requests";
+    if (b.warmup_requests > 0) os << " (after " << b.warmup_requests << " warm-up)";
+    os << " in " << b.duration_s << " s: TTFT mean " << b.ttft_ms.mean << " ms, TPOT mean " << b.tpot_ms.mean
+       << " ms, ITL p99 " << b.itl_ms.p99 << " ms; " << b.request_throughput_per_s << " req/s, "
+       << std::setprecision(1) << b.output_tokens_per_s << " output tok/s (" << b.output_tokens_per_s_per_gpu
+       << " per GPU, " << b.output_tokens_per_s_per_user << " per user)\n";
+  }
   os << "routing:";
   for (const auto& [path, n] : r.routing) os << ' ' << path << '=' << n;
   os << "\nKV: hit rate GPU " << kPercent * r.kv_hits.rate(r.kv_hits.gpu_tokens) << "%, Grace "

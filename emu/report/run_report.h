@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "emu/check/check_result.h"
+#include "emu/report/benchmark_metrics.h"
 #include "emu/report/timeline.h"
 #include "emu/report/trace_recorder.h"
 
@@ -72,6 +73,7 @@ struct RunReport {
   nlohmann::json faults = nlohmann::json::array();  // the fault timeline (emu/faults/fault_timeline.h)
   // One entry per pool instance: {pool, role, instance, gpus, steps, and routed (decoding) or prefilled}.
   nlohmann::json pools = nlohmann::json::array();
+  BenchmarkMetrics benchmark;  // the bench tools' figures over the measured requests
   std::shared_ptr<const TraceRecorder> trace;  // null when outputs.trace is off
 
   double speedup() const { return wall_time_s > 0 ? sim_time_s / wall_time_s : 0; }

@@ -18,7 +18,9 @@
 #include "emu/rt/errors.h"
 #include "emu/rt/virtual_runtime.h"
 #include "emu/faults/fault_injector.h"
+#include "emu/report/benchmark_recorder.h"
 #include "emu/report/request_latency.h"
+#include "emu/scenario/closed_loop_driver.h"
 #include "emu/scenario/deployment.h"
 #include "emu/scenario/progress_bar.h"
 #include "emu/scenario/session_driver.h"
@@ -209,36 +211,61 @@ RunReport run_once(const Scenario& sc, const RunControls& controls, std::vector<
 
   LoadOptions load;
   if (sc.workload.max_sessions > 0) load.max_sessions = static_cast<std::size_t>(sc.workload.max_sessions);
+  if (sc.workload.requests > 0) {
+    load.max_sessions = static_cast<std::size_t>(sc.workload.warmup_requests + sc.workload.requests);
+  }
+  load.trace_block_tokens = static_cast<std::int32_t>(sc.workload.trace_block_tokens);
   const WorkloadSource source = open_workload_source(sc.workload.source, load);
+  if (sc.workload.requests > 0 && source.workload.request_count() != source.workload.sessions.size()) {
+    throw rt::InputError(sc.file, "workload.requests",
+                         "counts requests of one-request sessions, but " + sc.workload.source +
+                             " has sessions of several: bound it with workload.max_sessions");
+  }
   std::optional<ArrivalProcess> arrivals;
-  try {
-    arrivals.emplace(source.workload, arrival_options(sc));
-  } catch (const rt::InputError& e) {
-    throw rt::InputError(sc.file, "workload.starts", e.what());
+  if (sc.workload.concurrency == 0) {
+    try {
+      arrivals.emplace(source.workload, arrival_options(sc));
+    } catch (const rt::InputError& e) {
+      throw rt::InputError(sc.file, "workload.starts", e.what());
+    }
   }
 
   rt::VirtualRuntime rt(rt::LoopOptions{.seed = sc.seed});
-  std::unique_ptr<SessionDriver> driver;
+  std::unique_ptr<WorkloadDriver> driver;
   std::unique_ptr<TimelineSampler> sampler;
+  BenchmarkRecorder bench;
   Deployment deployment(
       rt, sc,
       [&](engine::RequestId id, std::int64_t count, bool first, bool finished) {
         for (auto& c : checkers) c->on_tokens(id, count, first, finished);
         sampler->on_tokens(id, count, first);
+        bench.on_tokens(id, count, rt.now());
       },
       [&](const engine::RequestTiming& t) {
         for (auto& c : checkers) c->on_done(t);
         sampler->on_done(t.id);
+        bench.on_done(t, rt.now());
         driver->on_done(t);
       });
   engine::PdSystem& system = deployment.system();
   FaultInjector faults(rt, sc.faults, rt::Time::zero() + rt::from_seconds(sc.run.max_sim_seconds), deployment.cluster(), system);
   sampler = std::make_unique<TimelineSampler>(rt, deployment, sc.outputs.timeline_interval_s);
-  driver = std::make_unique<SessionDriver>(rt, source.workload, *arrivals, deployment.kv_block_tokens());
+  if (sc.workload.concurrency > 0) {
+    const std::int64_t warmup = sc.workload.warmup_requests;
+    const std::int64_t measured = sc.workload.requests > 0
+                                      ? sc.workload.requests
+                                      : static_cast<std::int64_t>(source.workload.sessions.size()) - warmup;
+    driver = std::make_unique<ClosedLoopDriver>(
+        rt, source.workload, ClosedLoopOptions{.concurrency = sc.workload.concurrency, .warmup = warmup, .requests = measured},
+        deployment.kv_block_tokens(), sc.file);
+  } else {
+    driver = std::make_unique<SessionDriver>(rt, source.workload, *arrivals, deployment.kv_block_tokens());
+  }
   driver->attach(system);
   driver->set_submit_observer([&](const engine::RequestState& r) {
     for (auto& c : checkers) c->on_submit(r);
     sampler->on_submit(r);
+    bench.on_submit(r.id, r.arrival, driver->is_warmup(r.id));
   });
 
   std::shared_ptr<TraceRecorder> trace;
@@ -311,6 +338,9 @@ RunReport run_once(const Scenario& sc, const RunControls& controls, std::vector<
   r.ttft = summarize(std::move(ttft));
   r.tpot = summarize(std::move(tpot));
   r.e2e = summarize(std::move(e2e));
+  r.benchmark = benchmark_metrics(bench.samples(), r.gpus);
+  r.benchmark.warmup_requests = bench.warmup_requests();
+  r.benchmark.concurrency = sc.workload.concurrency;
   r.routing["local"] = system.routed(engine::PrefillPath::local);
   r.routing["prefill_worker"] = system.routed(engine::PrefillPath::prefill_worker);
   r.kv_transfer_bytes = system.transfer_bytes();

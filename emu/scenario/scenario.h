@@ -110,6 +110,11 @@ struct ScenarioWorkload {
   std::string starts = "poisson";  // poisson, or recorded (the trace's session start times)
   double rate_scale = 1.0;         // recorded starts: > 1 compresses them (sessions start more often)
   double time_scale = 1.0;         // multiplies think times, recorded gaps and spawn delays
+  // The bench tools' closed loop (scenarios/README.md, "Benchmark workloads"); 0: paced by `starts`.
+  std::int64_t concurrency = 0;
+  std::int64_t requests = 0;            // measured requests; 0: every session of the source
+  std::int64_t warmup_requests = 0;     // sent first, counted in no benchmark figure
+  std::int64_t trace_block_tokens = 0;  // Mooncake JSONL: tokens per hash_ids block; 0: the format's 512
 };
 
 struct ScenarioRun {

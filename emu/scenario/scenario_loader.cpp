@@ -9,6 +9,7 @@
 #include "emu/scenario/deployment_check.h"
 #include "emu/scenario/pool_reader.h"
 #include "emu/scenario/scenario.h"
+#include "emu/workload/bench_spec.h"
 #include "engine/hal/types.h"
 #include "engine/model/model_profile.h"
 #include "fabric/profile_loader.h"
@@ -24,10 +25,11 @@ constexpr std::array<std::string_view, 3> kGraceTiers = {"off", "write_through",
 constexpr std::int64_t kMaxUnits = 1'024;
 constexpr std::array<std::string_view, 2> kKvTransferPaths = {"rdma", "nvlink"};
 constexpr std::array<std::string_view, 2> kSessionStarts = {"poisson", "recorded"};
-constexpr std::array<std::string_view, 11> kAssertionGroups = {
+constexpr std::array<std::string_view, 12> kAssertionGroups = {
     "sim_time_s", "wall_time_s", "speedup", "gpu_seconds_per_wall_second", "peak_rss_bytes", "requests",
-    "latency_ms", "throughput", "kv", "links", "routing"};
+    "latency_ms", "throughput", "kv", "links", "routing", "benchmark"};
 constexpr double kMinTimelineIntervalS = 0.001;  // finer sampling costs more than it shows
+constexpr std::int64_t kMaxTraceBlockTokens = 1 << 20;  // far above any KV block size
 
 template <std::size_t N>
 std::string one_of(rt::JsonReader& r, std::string_view key, const std::array<std::string_view, N>& allowed,
@@ -84,6 +86,23 @@ void read_checks(rt::JsonReader c, ScenarioChecks& out) {
     }
   }
   c.finish();
+}
+
+// workload.concurrency, requests, warmup_requests: the bench tools' closed loop and its request counts.
+void read_benchmark_keys(rt::JsonReader& w, ScenarioWorkload& out) {
+  out.concurrency = opt_int(w, "concurrency", out.concurrency, 1);
+  out.requests = opt_int(w, "requests", out.requests, 1);
+  out.warmup_requests = opt_int(w, "warmup_requests", out.warmup_requests);
+  const bool bench = out.source.starts_with(kBenchPrefix);
+  if (bench && out.requests == 0) w.fail("requests", "missing key: a bench: source needs the number of requests to send");
+  if (out.requests > 0 && w.has("max_sessions")) w.fail("max_sessions", "give workload.requests or max_sessions, not both");
+  if (out.concurrency == 0) {
+    if (out.warmup_requests > 0) w.fail("warmup_requests", "a warm-up phase needs a closed loop: set workload.concurrency");
+    return;
+  }
+  for (const char* paced : {"starts", "rate_sessions_per_s", "rate_scale"}) {
+    if (w.has(paced)) w.fail(paced, "not used by a closed loop (workload.concurrency sends the next request when one is over)");
+  }
 }
 
 // deployment.router: every number non-negative; the thresholds in their ranges.
@@ -262,7 +281,13 @@ Scenario load_scenario(const std::filesystem::path& path, const std::vector<std:
 
   rt::JsonReader w = top.object("workload");
   s.workload.source = w.string("source");
-  if (!s.workload.source.starts_with(kGeneratorPrefix)) {
+  if (s.workload.source.starts_with(kBenchPrefix)) {
+    try {
+      (void)parse_bench_spec(s.workload.source);
+    } catch (const rt::InputError& e) {
+      w.fail("source", e.what());
+    }
+  } else if (!s.workload.source.starts_with(kGeneratorPrefix)) {
     std::filesystem::path p(s.workload.source);
     if (p.is_relative()) p = path.parent_path() / p;  // relative to the scenario file
     if (!std::filesystem::exists(p)) w.fail("source", "no such file or folder: " + p.string());
@@ -273,6 +298,11 @@ Scenario load_scenario(const std::filesystem::path& path, const std::vector<std:
   s.workload.starts = one_of(w, "starts", kSessionStarts, s.workload.starts);
   if (w.has("rate_scale")) s.workload.rate_scale = w.number("rate_scale", rt::NumberRule::positive);
   if (w.has("time_scale")) s.workload.time_scale = w.number("time_scale", rt::NumberRule::positive);
+  read_benchmark_keys(w, s.workload);
+  if (w.has("trace_block_tokens")) {
+    if (!s.workload.source.ends_with(".jsonl")) w.fail("trace_block_tokens", "the block size of a Mooncake JSONL trace's hash_ids: the source is not one");
+    s.workload.trace_block_tokens = w.integer("trace_block_tokens", 1, kMaxTraceBlockTokens);
+  }
   w.finish();
 
   if (top.has("run")) {

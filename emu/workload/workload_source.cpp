@@ -6,6 +6,7 @@
 
 #include "emu/rt/errors.h"
 #include "emu/workload/azure_trace.h"
+#include "emu/workload/bench_generator.h"
 #include "emu/workload/claude_code_trace.h"
 #include "emu/workload/coding_agent_generator.h"
 #include "emu/workload/mooncake_trace.h"
@@ -67,6 +68,15 @@ WorkloadSource generate(const std::string& spec, const LoadOptions& options) {
 
 WorkloadSource open_workload_source(const std::string& spec, const LoadOptions& options) {
   if (spec.rfind(kCodexPrefix, 0) == 0) return generate(spec, options);
+  if (spec.starts_with(kBenchPrefix)) {
+    const BenchSpec bench = parse_bench_spec(spec);
+    if (options.max_sessions == LoadOptions{}.max_sessions) {
+      throw rt::InputError(spec, "", "a benchmark workload needs a request count (workload.requests, or --limit)");
+    }
+    WorkloadSource src;
+    src.workload = BenchGenerator(bench).generate(options.max_sessions);
+    return src;
+  }
   if (spec.rfind("gen:", 0) == 0) throw rt::InputError(spec, "", "unknown generator (expected gen:codex)");
   const std::filesystem::path path(spec);
   if (!std::filesystem::exists(path)) throw rt::InputError(spec, "", "no such file or folder");

@@ -1,7 +1,8 @@
 #pragma once
 // Opens a workload named on the command line or in a scenario:
 //   a .jsonl file (Mooncake), a .csv file (Azure), a .json file or a folder of them (Claude Code), another
-//   extension by its content; or `gen:codex[:trials=N,seed=S,profile=PATH]` for the coding-agent generator.
+//   extension by its content; `gen:codex[:trials=N,seed=S,profile=PATH]` for the coding-agent generator; or
+//   `bench:isl=N,osl=M[,...]` for the benchmark workload (bench_spec.h), `options.max_sessions` requests.
 #include <optional>
 #include <string>
 
