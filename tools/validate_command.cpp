@@ -35,7 +35,7 @@ int validate_calibration(const std::string& only, const std::string& json_path) 
 void register_validate_command(CommandRegistry& registry) {
   auto opts = std::make_shared<MeasuredReplayOptions>();
   opts->out_dir = "out/measured";
-  CLI::App* sub = registry.add("validate", "Compare the emulator with every published figure it is calibrated to",
+  CLI::App* sub = registry.add("validate", "Compare the emulator with every published figure it is calibrated to, or replay a measured table (--measured)",
                                [opts]() {
                                  if (!opts->table.empty()) return replay_measured_table(*opts);
                                  return validate_calibration(opts->only, opts->json_path);

@@ -1,6 +1,6 @@
 #pragma once
 // A table of measured serving benchmarks, in the columns aiconfigurator publishes them in
-// (validate/measured/README.md): one row per configuration and concurrency with its measured mean TTFT
+// (scenarios/measured/README.md): one row per configuration and concurrency with its measured mean TTFT
 // and TPOT. Bad rows (a missing column, a figure that is not a number, an unknown mode) are InputErrors
 // naming the file, line and column; what the emulator cannot run is not judged here.
 #include <cstdint>

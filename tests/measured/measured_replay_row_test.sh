@@ -16,8 +16,8 @@ python3 - "$tmp" <<'PY'
 import json, sys, os
 d = sys.argv[1]
 r = json.load(open(os.path.join(d, "r.json")))["rows"][0]
-rep = json.load(open(os.path.join(d, "out", "small", "report.json")))["benchmark"]
 if not r["expressible"] or r["reason"]: sys.exit("FAIL: row not run: %s" % r)
+rep = json.load(open(os.path.join(d, "out", "small", "report.json")))["benchmark"]
 if r["emulated_ttft_ms"] != rep["ttft_ms"]["mean"] or r["emulated_tpot_ms"] != rep["tpot_ms"]["mean"]:
     sys.exit("FAIL: emulated means are not the report's: %s vs %s" % (r, rep))
 if not (r["emulated_ttft_ms"] > 0 and r["emulated_tpot_ms"] > 0): sys.exit("FAIL: empty means %s" % r)
