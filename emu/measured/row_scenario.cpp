@@ -46,24 +46,24 @@ std::string lowered(std::string s) {
   return s;
 }
 
-std::string workers_text(const MeasuredWorkers& w, bool decode) {
+std::string workers_text(const MeasuredWorkers& w) {
   std::string t = std::to_string(w.workers) + "x tp" + std::to_string(w.tp) + " dp" + std::to_string(w.dp);
-  if (decode && w.moe_tp) t += " moe_tp" + std::to_string(*w.moe_tp);
+  if (w.moe_tp) t += " moe_tp" + std::to_string(*w.moe_tp);
   t += " ep" + std::to_string(w.moe_ep);
   if (w.batch) t += " bs" + std::to_string(*w.batch);
   return t;
 }
 
 std::string config_of(const MeasuredRow& r) {
-  std::string layout = r.mode == "agg" ? "agg " + workers_text(r.aggregated, false)
-                                       : "prefill " + workers_text(r.prefill, false) + ", decode " + workers_text(r.decode, true);
+  const std::string layout = r.mode == "agg" ? "agg " + workers_text(r.aggregated)
+                                             : "prefill " + workers_text(r.prefill) + ", decode " + workers_text(r.decode);
   return r.system + " " + r.model_path + " " + r.precision + " " + layout + ", c" + std::to_string(r.concurrency) + " " +
          std::to_string(r.isl) + "/" + std::to_string(r.osl);
 }
 
 nlohmann::json pool(const std::string& name, const std::string& role, const MeasuredWorkers& w, const Precision& p) {
-  return {{"name", name}, {"role", role}, {"instances", w.workers}, {"tp", w.tp},           {"dp", w.dp},
-          {"ep", w.moe_ep}, {"weights", p.weights},      {"kv_dtype", p.kv_dtype}};
+  return {{"name", name}, {"role", role},           {"instances", w.workers}, {"tp", w.tp},
+          {"dp", w.dp},     {"ep", w.moe_ep},         {"weights", p.weights},   {"kv_dtype", p.kv_dtype}};
 }
 
 }  // namespace
@@ -103,8 +103,8 @@ RowScenario map_row(const MeasuredRow& r) {
   } else {
     const MeasuredWorkers& d = r.decode;
     if (d.moe_tp && *d.moe_tp * d.moe_ep != d.tp * d.dp) {
-      out.reason = "decode moe_tp x moe_ep = " + std::to_string(*d.moe_tp * d.moe_ep) + " is not the worker's tp x attention_dp = " +
-                   std::to_string(d.tp * d.dp) + " GPUs";
+      out.reason = "decode moe_tp x moe_ep = " + std::to_string(*d.moe_tp * d.moe_ep) +
+                   " is not the worker's tp x attention_dp = " + std::to_string(d.tp * d.dp) + " GPUs";
       return out;
     }
     nlohmann::json decode = pool("decode", "decode", d, *precision);
@@ -114,8 +114,7 @@ RowScenario map_row(const MeasuredRow& r) {
     pools.push_back(pool("prefill", "prefill", r.prefill, *precision));
     gpus = d.workers * d.tp * d.dp + r.prefill.workers * r.prefill.tp * r.prefill.dp;
   }
-  const std::int64_t per_unit =
-      fabric::make_cluster(std::string(system->fabric_profile), 1).node.gpus();
+  const std::int64_t per_unit = fabric::make_cluster(std::string(system->fabric_profile), 1).node.gpus();
   const BenchSize size = bench_size(r.concurrency);
   out.scenario = nlohmann::json{
       {"name", "measured-" + r.id},
