@@ -1,30 +1,25 @@
 // nvl72emu sweep SCENARIO --vary key=v1,v2,... [--seeds A..B] [--jobs N] [--set key=value] [--out DIR]:
 // runs every combination as a child `nvl72emu run` (this same binary), at most --jobs at once, and writes
 // DIR/sweep.csv and DIR/sweep.json, one row per run. Exit 1 when any run failed, 2 for bad input.
-#include <sys/wait.h>
-
-#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
-#include <mutex>
 #include <thread>
 
-#include <boost/process.hpp>
 #include <nlohmann/json.hpp>
 
 #include "emu/rt/errors.h"
 #include "emu/scenario/scenario.h"
 #include "emu/sweep/sweep_plan.h"
 #include "emu/sweep/sweep_table.h"
+#include "tools/child_runs.h"
 #include "tools/commands.h"
 
 namespace nvl::tools {
 
 namespace {
 
-namespace bp = boost::process;
 namespace fs = std::filesystem;
 
 struct SweepOptions {
@@ -36,47 +31,12 @@ struct SweepOptions {
   std::string out_dir = "out/sweep";
 };
 
-std::string shell_quoted(const std::string& s) {
-  if (!s.empty() && s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./=:,+-") ==
-                        std::string::npos) {
-    return s;
-  }
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
 // `run` arguments of one point: its fixed overrides first, then its varied values and seed.
 std::vector<std::string> run_args(const SweepOptions& opts, const emu::SweepPoint& p) {
   std::vector<std::string> args{"run", opts.scenario, "--seed", std::to_string(p.seed)};
   for (const auto& o : opts.overrides) args.insert(args.end(), {"--set", o});
   for (const auto& [key, value] : p.settings) args.insert(args.end(), {"--set", key + "=" + value});
   return args;
-}
-
-// Exit code of a child; a signal is reported as 128 + its number, as shells do.
-int exit_code_of(const bp::child& c) {
-  const int status = c.native_exit_code();
-  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
-  return WEXITSTATUS(status);
-}
-
-nlohmann::json read_report(const fs::path& file) {
-  std::ifstream in(file);
-  if (!in) return nullptr;
-  nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-  return j.is_discarded() ? nlohmann::json() : j;
-}
-
-// The last line of a failed run's log: its error message when it stopped on bad input or a crash.
-std::string last_line(const fs::path& file) {
-  std::ifstream in(file);
-  std::string line;
-  std::string last;
-  while (std::getline(in, line)) {
-    if (!line.empty()) last = line;
-  }
-  return last;
 }
 
 int sweep(const SweepOptions& opts) {
@@ -99,7 +59,7 @@ int sweep(const SweepOptions& opts) {
   std::error_code ec;
   fs::create_directories(out_dir, ec);
   if (ec) throw rt::InputError(opts.out_dir, "--out", "cannot create the folder: " + ec.message());
-  const fs::path exe = fs::read_symlink("/proc/self/exe");
+  const fs::path exe = self_executable();
   const unsigned jobs = opts.jobs > 0 ? opts.jobs : std::max(1U, std::thread::hardware_concurrency());
 
   // Each run's folder, emptied of an earlier sweep's report so that a run that writes none shows none.
@@ -110,34 +70,19 @@ int sweep(const SweepOptions& opts) {
     fs::remove(dir / "report.json", ec);
   }
 
-  std::vector<int> exit_codes(points.size(), 0);
-  std::atomic<std::size_t> next{0};
-  std::mutex print_mutex;
-  std::size_t finished = 0;
-  auto worker = [&] {
-    for (std::size_t i = next++; i < points.size(); i = next++) {
-      const fs::path dir = out_dir / points[i].folder_name();
-      auto args = run_args(opts, points[i]);
-      args.insert(args.end(), {"--out", dir.string()});
-      try {
-        bp::child c(exe.string(), bp::args(args), (bp::std_out & bp::std_err) > (dir / "log.txt").string(),
-                    bp::std_in < bp::null);
-        c.wait();
-        exit_codes[i] = exit_code_of(c);
-      } catch (const bp::process_error& e) {
-        std::ofstream(dir / "log.txt") << "nvl72emu sweep: could not start the run: " << e.what() << '\n';
-        exit_codes[i] = 127;  // as a shell reports a command it cannot run
-      }
-      const std::lock_guard lock(print_mutex);
-      std::cout << "[" << ++finished << "/" << points.size() << "] " << points[i].folder_name() << ": exit "
-                << exit_codes[i] << '\n'
-                << std::flush;
-    }
-  };
-  {
-    std::vector<std::jthread> pool;
-    for (unsigned j = 0; j < std::min<std::size_t>(jobs, points.size()); ++j) pool.emplace_back(worker);
+  std::vector<ChildRun> runs;
+  for (const auto& p : points) {
+    const fs::path dir = out_dir / p.folder_name();
+    auto args = run_args(opts, p);
+    args.insert(args.end(), {"--out", dir.string()});
+    runs.push_back({std::move(args), dir / "log.txt"});
   }
+  std::size_t finished = 0;
+  const std::vector<int> exit_codes = run_children(runs, jobs, [&](std::size_t i, int exit_code) {
+    std::cout << "[" << ++finished << "/" << points.size() << "] " << points[i].folder_name() << ": exit " << exit_code
+              << '\n'
+              << std::flush;
+  });
 
   std::vector<std::string> keys;
   for (const auto& a : axes) keys.push_back(a.key);

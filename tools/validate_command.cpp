@@ -1,4 +1,5 @@
 // nvl72emu validate: every calibration row (published vs emulated), as a table or JSON; exit 1 on a failure.
+// With --measured FILE.csv it replays a table of measured serving benchmarks instead (tools/measured_replay.h).
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -6,34 +7,51 @@
 #include "emu/rt/errors.h"
 #include "emu/validate/calibration_suite.h"
 #include "tools/commands.h"
+#include "tools/measured_replay.h"
 
 namespace nvl::tools {
 
+namespace {
+
+int validate_calibration(const std::string& only, const std::string& json_path) {
+  const auto rows = emu::default_calibration_suite().run(only);
+  if (rows.empty() && !only.empty()) {
+    throw rt::InputError("--only", only, "no calibration row matches this prefix");
+  }
+  emu::print_table(std::cout, rows);
+  if (!json_path.empty()) {
+    std::ofstream out(json_path);
+    if (!out) throw rt::InputError(json_path, "", "cannot open for writing");
+    out << emu::to_json(rows).dump(2) << '\n';
+  }
+  for (const auto& r : rows) {
+    if (!r.pass()) return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+
 void register_validate_command(CommandRegistry& registry) {
-  struct Options {
-    std::string json_path;
-    std::string only;
-  };
-  auto opts = std::make_shared<Options>();
-  CLI::App* sub = registry.add("validate", "Compare the emulator with every published figure it is calibrated to",
+  auto opts = std::make_shared<MeasuredReplayOptions>();
+  opts->out_dir = "out/measured";
+  CLI::App* sub = registry.add("validate", "Compare the emulator with every published figure it is calibrated to, or replay a measured table (--measured)",
                                [opts]() {
-                                 const auto rows = emu::default_calibration_suite().run(opts->only);
-                                 if (rows.empty() && !opts->only.empty()) {
-                                   throw rt::InputError("--only", opts->only, "no calibration row matches this prefix");
-                                 }
-                                 emu::print_table(std::cout, rows);
-                                 if (!opts->json_path.empty()) {
-                                   std::ofstream out(opts->json_path);
-                                   if (!out) throw rt::InputError(opts->json_path, "", "cannot open for writing");
-                                   out << emu::to_json(rows).dump(2) << '\n';
-                                 }
-                                 for (const auto& r : rows) {
-                                   if (!r.pass()) return 1;
-                                 }
-                                 return 0;
+                                 if (!opts->table.empty()) return replay_measured_table(*opts);
+                                 return validate_calibration(opts->only, opts->json_path);
                                });
   sub->add_option("--json", opts->json_path, "Also write the rows as JSON to this file");
-  sub->add_option("--only", opts->only, "Only rows whose group or id starts with this prefix");
+  sub->add_option("--only", opts->only,
+                  "Only calibration rows whose group or id starts with this prefix; with --measured, only table rows "
+                  "whose id matches this regular expression");
+  sub->add_option("--measured", opts->table,
+                  "Replay this table of measured serving benchmarks (CSV, columns as scenarios/measured/README.md)");
+  auto* jobs = sub->add_option("--jobs", opts->jobs, "With --measured: runs at once (default: the number of cores)")
+                   ->check(CLI::PositiveNumber);
+  auto* out = sub->add_option("--out", opts->out_dir, "With --measured: a folder per row (scenario, report, log)")
+                  ->capture_default_str();
+  jobs->needs("--measured");
+  out->needs("--measured");
 }
 
 }  // namespace nvl::tools
