@@ -12,7 +12,7 @@ inline std::string source(std::int64_t isl, std::int64_t osl) {
   return "bench:isl=" + std::to_string(isl) + ",osl=" + std::to_string(osl);
 }
 inline constexpr const char* kConcurrency = "concurrency";        // workload.concurrency: closed loop, requests in flight
-inline constexpr const char* kRequests = "requests";              // workload.requests: total, warm-up included
+inline constexpr const char* kRequests = "requests";              // workload.requests: measured, warm-up on top
 inline constexpr const char* kWarmupRequests = "warmup_requests";  // workload.warmup_requests: not in the metrics
 
 // report.json figures (JSON pointers): mean TTFT and mean TPOT (first token excluded), in milliseconds.

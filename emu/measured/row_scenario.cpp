@@ -69,7 +69,7 @@ nlohmann::json pool(const std::string& name, const std::string& role, const Meas
 }  // namespace
 
 BenchSize bench_size(std::int64_t concurrency) {
-  return {.requests = concurrency + std::max(concurrency, kMinMeasuredRequests), .warmup_requests = concurrency};
+  return {.requests = std::max(concurrency, kMinMeasuredRequests), .warmup_requests = concurrency};
 }
 
 RowScenario map_row(const MeasuredRow& r) {

@@ -16,7 +16,7 @@ namespace nvl::emu {
 // How long a row runs: the first `warmup_requests` (the closed loop's opening burst) are left out of the
 // metrics, the rest measure the steady state.
 struct BenchSize {
-  std::int64_t requests = 0;  // warm-up included
+  std::int64_t requests = 0;  // measured, after the warm-up
   std::int64_t warmup_requests = 0;
 };
 BenchSize bench_size(std::int64_t concurrency);

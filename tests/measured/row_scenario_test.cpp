@@ -101,10 +101,10 @@ TEST(RowScenario, TheWorkloadIsTheRowsBenchmark) {
 TEST(RowScenario, TheWarmUpIsTheOpeningBurstAndTheRestMeasures) {
   // The first `concurrency` requests leave at once and are warm-up; then every slot turns over once more.
   EXPECT_EQ(bench_size(384).warmup_requests, 384);
-  EXPECT_EQ(bench_size(384).requests, 768);
+  EXPECT_EQ(bench_size(384).requests, 384);
   // A small concurrency still measures a few waves.
   EXPECT_EQ(bench_size(4).warmup_requests, 4);
-  EXPECT_GE(bench_size(4).requests - bench_size(4).warmup_requests, 12);
+  EXPECT_GE(bench_size(4).requests, 12);
 }
 
 TEST(RowScenario, ADeploymentLargerThanANodeTakesSeveralNodes) {
