@@ -321,6 +321,7 @@ RunReport run_once(const Scenario& sc, const RunControls& controls, std::vector<
   r.requests_total = driver->submitted();
   r.requests_in_flight = driver->outstanding();
   std::vector<double> ttft, tpot, e2e;
+  r.routing = {{"local", 0}, {"prefill_worker", 0}};
   for (const auto& t : driver->timings()) {
     if (!t.failure.empty()) {
       ++r.requests_failed;
@@ -328,6 +329,9 @@ RunReport run_once(const Scenario& sc, const RunControls& controls, std::vector<
       continue;
     }
     ++r.requests_completed;
+    // Where its prompt was finally prefilled, once per request (a requeued or migrated request is routed
+    // more than once; a failed transfer or a dead prefill instance sends it back to its DP rank).
+    ++r.routing[t.path == engine::PrefillPath::local ? "local" : "prefill_worker"];
     r.input_tokens += static_cast<std::uint64_t>(t.prompt_tokens);
     r.output_tokens += static_cast<std::uint64_t>(t.output_tokens);
     const RequestLatency l = request_latency(t, kMsPerS);
@@ -341,8 +345,6 @@ RunReport run_once(const Scenario& sc, const RunControls& controls, std::vector<
   r.benchmark = benchmark_metrics(bench.samples(), r.gpus);
   r.benchmark.warmup_requests = bench.warmup_requests();
   r.benchmark.concurrency = sc.workload.concurrency;
-  r.routing["local"] = system.routed(engine::PrefillPath::local);
-  r.routing["prefill_worker"] = system.routed(engine::PrefillPath::prefill_worker);
   r.kv_transfer_bytes = system.transfer_bytes();
   r.pools = pool_figures(sc.deployment, system);
   r.kv_hits = sampler->kv_hits();
