@@ -131,22 +131,26 @@ std::shared_ptr<const hal::Graph> StepGraphBuilder::moe_layer(std::int64_t n, co
   // Under attention DP + MoE TP the experts run on every rank's tokens, gathered.
   const std::int64_t gathered =
       opts_.moe_tp_group ? std::accumulate(tokens_per_rank.begin(), tokens_per_rank.end(), std::int64_t{0}) : n;
-  std::int64_t expert_tokens = 0;
-  std::int64_t local_experts = opts_.local_experts;
-  if (routing != nullptr) {
-    expert_tokens = routing->expert_tokens;
-  } else {
-    // Without EP each rank holds 1/tp of every expert: the FLOPs and weight bytes of 1/tp of the
-    // experts over all of the batch's token copies (tp: the MoE TP group's size).
-    const auto& group = opts_.moe_tp_group ? opts_.moe_tp_group : opts_.tp_group;
-    const std::int64_t tp = group ? static_cast<std::int64_t>(group->members().size()) : 1;
-    expert_tokens = (gathered * kernels_.model().num_experts_per_tok + tp - 1) / tp;
-    local_experts /= tp;
-  }
   const auto& gate_and_shared =
       kept(gate_and_shared_, n, 0, [&](auto& out) { kernels_.moe_gate_and_shared(n, out); });
-  const auto& experts = kept(experts_, expert_tokens, local_experts,
-                             [&](auto& out) { kernels_.routed_experts(expert_tokens, local_experts, out); });
+  const hal::SharedKernels* experts = nullptr;
+  if (routing != nullptr) {
+    const std::int64_t expert_tokens = routing->expert_tokens;
+    experts = &kept(experts_, expert_tokens, opts_.local_experts,
+                    [&](auto& out) { kernels_.routed_experts(expert_tokens, opts_.local_experts, out); });
+  } else if (opts_.moe_tp_group) {
+    const auto moe_tp = static_cast<std::int64_t>(opts_.moe_tp_group->members().size());
+    const std::int64_t pairs = gathered * kernels_.model().num_experts_per_tok;
+    experts = &kept(experts_, pairs, moe_tp, [&](auto& out) { kernels_.routed_expert_slices(pairs, moe_tp, out); });
+  } else {
+    // Without EP each rank holds 1/tp of every expert: the FLOPs and weight bytes of 1/tp of the
+    // experts over all of the batch's token copies.
+    const std::int64_t tp = opts_.tp_group ? static_cast<std::int64_t>(opts_.tp_group->members().size()) : 1;
+    const std::int64_t expert_tokens = (n * kernels_.model().num_experts_per_tok + tp - 1) / tp;
+    const std::int64_t local_experts = opts_.local_experts / tp;
+    experts = &kept(experts_, expert_tokens, local_experts,
+                    [&](auto& out) { kernels_.routed_experts(expert_tokens, local_experts, out); });
+  }
 
   hal::Graph& layer = body(into, "moe_layer");
   layer.reserve(7);  // three kernel lists and at most four collectives
@@ -155,7 +159,7 @@ std::shared_ptr<const hal::Graph> StepGraphBuilder::moe_layer(std::int64_t n, co
   add_list(layer, gate_and_shared);
   if (routing != nullptr) layer.add(hal::CollectiveCall{opts_.ep_group, opts_.rank, routing->dispatch});
   add_collective(layer, moe_gather_, opts_.moe_tp_group, opts_.rank, gathered);
-  add_list(layer, experts);
+  add_list(layer, *experts);
   if (routing != nullptr) layer.add(hal::CollectiveCall{opts_.ep_group, opts_.rank, routing->combine});
   add_collective(layer, moe_scatter_, opts_.moe_tp_group, opts_.rank, gathered);
   add_all_reduce(layer, moe_all_reduce_, n);

@@ -161,8 +161,8 @@ TEST_F(StepGraphBuilderTest, AnIdleRankStillJoinsEveryAllToAll) {
 TEST_F(StepGraphBuilderTest, AttentionDpWithMoeTpGathersEveryRanksTokensAroundTheExperts) {
   // GLM-5 over 4 GPUs, each its own DP rank, every expert split four ways: the 8 + 3 + 5 + 0 = 16
   // tokens of all ranks are all-gathered (16 x 6,144 x BF16 = 196,608 bytes) before each MoE layer's
-  // experts and reduce-scattered after them; each GPU runs a quarter of all 256 experts over the
-  // 16 x 8 token-expert pairs, as a quarter of the pairs through whole experts: 32 pairs, 64 experts.
+  // experts and reduce-scattered after them; each GPU runs a quarter of every one of the 256 experts
+  // over all 16 x 8 = 128 token-expert pairs.
   const StepGraphBuilder moe_tp{kernels, nullptr,
                                 StepGraphOptions{.ep_group = nullptr,
                                                  .tp_group = nullptr,
@@ -182,7 +182,7 @@ TEST_F(StepGraphBuilderTest, AttentionDpWithMoeTpGathersEveryRanksTokensAroundTh
     EXPECT_EQ(ops[i]->bytes, 16u * 6'144 * 2);
   }
   std::vector<hal::KernelDesc> experts;
-  kernels.routed_experts(32, 64, experts);
+  kernels.routed_expert_slices(128, 4, experts);
   bool found = false;
   for (const auto& list : lists_of(g)) {
     for (const hal::KernelDesc& k : *list) {
