@@ -34,6 +34,7 @@ engine::LocalPrefill local_prefill_of(const std::string& role) {
 engine::NormalGroupConfig group_config(const ScenarioDeployment& dep, const ScenarioPool& p) {
   engine::NormalGroupConfig g;
   g.attention_tp = p.tp;
+  g.expert_parallel = p.ep > 1;
   g.weights = engine::weight_dtypes_from_name(p.weights);
   g.kv_dtype = hal::dtype_from_string(p.kv_dtype);
   g.block_tokens = dep.kv_block_tokens;

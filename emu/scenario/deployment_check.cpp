@@ -60,10 +60,12 @@ void check_pool(const Scenario& s, const engine::ModelProfile& model, std::size_
       fail("eplb", "a prefill instance places its experts once, without redundant experts or rebalancing");
     }
   } else {
-    // A decoding instance's DP ranks step together, the experts spread by EP over all of its GPUs.
-    if (p.ep != gpus && gpus > 1) {
+    // A decoding instance's DP ranks step together, the experts spread by EP over all of its GPUs or
+    // split by MoE TP over all of them.
+    if (p.ep != gpus && p.ep != 1) {
       fail("ep", "a decoding instance spreads its experts over all its tp x dp = " + std::to_string(gpus) +
-                     " GPUs: ep must be " + std::to_string(gpus) + " (MoE TP in decoding pools is not modelled)");
+                     " GPUs (ep " + std::to_string(gpus) + ") or splits every expert over all of them (ep 1, MoE TP): EP" +
+                     std::to_string(p.ep) + " over part of an instance is not modelled");
     }
   }
   const std::int64_t experts = model.n_routed_experts;

@@ -213,6 +213,18 @@ void LayerKernels::routed_experts(std::int64_t expert_tokens, std::int64_t local
                            "moe.experts"});
 }
 
+void LayerKernels::routed_expert_slices(std::int64_t pairs, std::int64_t moe_tp, std::vector<KernelDesc>& out) const {
+  if (moe_tp < 1) throw std::invalid_argument(model_.name + ": MoE TP degree " + std::to_string(moe_tp) + " below 1");
+  const std::int64_t h = model_.hidden_size;
+  const std::int64_t inter = model_.moe_intermediate_size;
+  const DType dt = weights_.routed_experts;
+  // Divided last: the intermediate dimension need not split evenly (2,048 over 72 GPUs).
+  out.push_back(KernelDesc{KernelKind::moe_gemm, dt, 6 * u64(pairs) * u64(h) * u64(inter) / u64(moe_tp),
+                           weight_bytes(model_.n_routed_experts * 3 * h * inter / moe_tp, dt) +
+                               u64(pairs * 2 * h * kActivationBytes) + u64(pairs * 3 * inter * kActivationBytes / moe_tp),
+                           "moe.experts"});
+}
+
 void LayerKernels::head(std::int64_t sampled_tokens, std::vector<KernelDesc>& out) const {
   if (sampled_tokens <= 0) return;
   const std::int64_t vocab = model_.vocab_size / tp_;

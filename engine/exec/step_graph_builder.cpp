@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <numeric>
 #include <stdexcept>
 #include <string>
 
@@ -85,17 +86,22 @@ hal::SharedKernels StepGraphBuilder::attention_kernels(const RankBatch& batch, b
   return list;
 }
 
-void StepGraphBuilder::add_all_reduce(hal::Graph& g, AllReduce& all_reduce, std::int64_t tokens) const {
-  if (!opts_.tp_group || tokens <= 0) return;
+void StepGraphBuilder::add_collective(hal::Graph& g, KeptCollective& kept, const std::shared_ptr<hal::CommGroup>& group,
+                                      std::int32_t rank, std::int64_t tokens) const {
+  if (!group || tokens <= 0) return;
   const auto bytes = static_cast<std::uint64_t>(tokens * kernels_.model().hidden_size * 2);
-  if (!all_reduce.op || all_reduce.op->bytes != bytes) {
+  if (!kept.op || kept.op->bytes != bytes) {
     hal::CollectiveOp op;
-    op.kind = hal::CollectiveKind::all_reduce;
-    op.name = all_reduce.name;
+    op.kind = kept.kind;
+    op.name = kept.name;
     op.bytes = bytes;
-    all_reduce.op = std::make_shared<const hal::CollectiveOp>(std::move(op));
+    kept.op = std::make_shared<const hal::CollectiveOp>(std::move(op));
   }
-  g.add(hal::CollectiveCall{opts_.tp_group, opts_.tp_rank.value_or(opts_.rank), all_reduce.op});
+  g.add(hal::CollectiveCall{group, rank, kept.op});
+}
+
+void StepGraphBuilder::add_all_reduce(hal::Graph& g, KeptCollective& all_reduce, std::int64_t tokens) const {
+  add_collective(g, all_reduce, opts_.tp_group, opts_.tp_rank.value_or(opts_.rank), tokens);
 }
 
 hal::Graph& StepGraphBuilder::body(std::shared_ptr<hal::Graph>& kept, const char* name) const {
@@ -122,21 +128,29 @@ std::shared_ptr<const hal::Graph> StepGraphBuilder::moe_layer(std::int64_t n, co
                                                               std::span<const std::int64_t> tokens_per_rank,
                                                               std::shared_ptr<hal::Graph>& into) const {
   const EpRouting* routing = opts_.ep_group ? &ep_routing(tokens_per_rank) : nullptr;
-  std::int64_t expert_tokens = 0;
-  std::int64_t local_experts = opts_.local_experts;
+  // Under attention DP + MoE TP the experts run on every rank's tokens, gathered.
+  const std::int64_t gathered =
+      opts_.moe_tp_group ? std::accumulate(tokens_per_rank.begin(), tokens_per_rank.end(), std::int64_t{0}) : n;
+  const auto& gate_and_shared =
+      kept(gate_and_shared_, n, 0, [&](auto& out) { kernels_.moe_gate_and_shared(n, out); });
+  const hal::SharedKernels* experts = nullptr;
   if (routing != nullptr) {
-    expert_tokens = routing->expert_tokens;
+    const std::int64_t expert_tokens = routing->expert_tokens;
+    experts = &kept(experts_, expert_tokens, opts_.local_experts,
+                    [&](auto& out) { kernels_.routed_experts(expert_tokens, opts_.local_experts, out); });
+  } else if (opts_.moe_tp_group) {
+    const auto moe_tp = static_cast<std::int64_t>(opts_.moe_tp_group->members().size());
+    const std::int64_t pairs = gathered * kernels_.model().num_experts_per_tok;
+    experts = &kept(experts_, pairs, moe_tp, [&](auto& out) { kernels_.routed_expert_slices(pairs, moe_tp, out); });
   } else {
     // Without EP each rank holds 1/tp of every expert: the FLOPs and weight bytes of 1/tp of the
     // experts over all of the batch's token copies.
     const std::int64_t tp = opts_.tp_group ? static_cast<std::int64_t>(opts_.tp_group->members().size()) : 1;
-    expert_tokens = (n * kernels_.model().num_experts_per_tok + tp - 1) / tp;
-    local_experts /= tp;
+    const std::int64_t expert_tokens = (n * kernels_.model().num_experts_per_tok + tp - 1) / tp;
+    const std::int64_t local_experts = opts_.local_experts / tp;
+    experts = &kept(experts_, expert_tokens, local_experts,
+                    [&](auto& out) { kernels_.routed_experts(expert_tokens, local_experts, out); });
   }
-  const auto& gate_and_shared =
-      kept(gate_and_shared_, n, 0, [&](auto& out) { kernels_.moe_gate_and_shared(n, out); });
-  const auto& experts = kept(experts_, expert_tokens, local_experts,
-                             [&](auto& out) { kernels_.routed_experts(expert_tokens, local_experts, out); });
 
   hal::Graph& layer = body(into, "moe_layer");
   layer.reserve(7);  // three kernel lists and at most four collectives
@@ -144,8 +158,10 @@ std::shared_ptr<const hal::Graph> StepGraphBuilder::moe_layer(std::int64_t n, co
   add_all_reduce(layer, attn_all_reduce_, n);
   add_list(layer, gate_and_shared);
   if (routing != nullptr) layer.add(hal::CollectiveCall{opts_.ep_group, opts_.rank, routing->dispatch});
-  add_list(layer, experts);
+  add_collective(layer, moe_gather_, opts_.moe_tp_group, opts_.rank, gathered);
+  add_list(layer, *experts);
   if (routing != nullptr) layer.add(hal::CollectiveCall{opts_.ep_group, opts_.rank, routing->combine});
+  add_collective(layer, moe_scatter_, opts_.moe_tp_group, opts_.rank, gathered);
   add_all_reduce(layer, moe_all_reduce_, n);
   return into;
 }

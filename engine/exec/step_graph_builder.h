@@ -9,6 +9,8 @@
 // all-reduce and dispatches only its own slice of it (tokens_per_rank[rank]); one all-reduce after
 // the combine then sums the shared expert's TP parts and every slice's routed output. The TP group
 // may be the EP group itself (the prefill worker) or a part of it (attention TP inside a DP rank).
+// Under attention DP + MoE TP every GPU all-gathers the tokens of all ranks, runs its slice of every
+// expert on all of them, and reduce-scatters the outputs back to the GPUs they came from.
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -31,6 +33,10 @@ struct StepGraphOptions {
   // This rank in tp_group when that is not `rank`: attention TP inside a DP rank, whose TP group is a
   // few of the EP group's GPUs. Unset: `rank` (TP and EP over the same GPUs).
   std::optional<std::int32_t> tp_rank = std::nullopt;
+  // Attention DP with MoE TP (TensorRT-LLM): every expert split over all of this group's GPUs, which
+  // all-gather every DP rank's tokens before the experts and reduce-scatter the outputs back after
+  // them; `rank` is this GPU in it. Null: the experts split by tp_group (or spread by ep_group).
+  std::shared_ptr<hal::CommGroup> moe_tp_group = nullptr;
 };
 
 class StepGraphBuilder {
@@ -55,8 +61,10 @@ class StepGraphBuilder {
     std::shared_ptr<const hal::CollectiveOp> combine;
     std::int64_t expert_tokens = 0;
   };
-  // One all-reduce of a layer (attention, dense FFN, MoE), kept while its size stays the same.
-  struct AllReduce {
+  // One collective of a layer (the attention, dense FFN and MoE all-reduces; the MoE TP all-gather and
+  // reduce-scatter), kept while its size stays the same.
+  struct KeptCollective {
+    hal::CollectiveKind kind;
     const char* name;
     std::shared_ptr<const hal::CollectiveOp> op;
   };
@@ -72,7 +80,10 @@ class StepGraphBuilder {
   // The batch's attention kernels, the same in every layer that holds its indexer (or, with
   // `shares_indexer`, in every layer that shares one).
   hal::SharedKernels attention_kernels(const RankBatch& batch, bool shares_indexer) const;
-  void add_all_reduce(hal::Graph& g, AllReduce& all_reduce, std::int64_t tokens) const;
+  // `tokens` hidden states in BF16 over `group` (none when null or without tokens).
+  void add_collective(hal::Graph& g, KeptCollective& kept, const std::shared_ptr<hal::CommGroup>& group,
+                      std::int32_t rank, std::int64_t tokens) const;
+  void add_all_reduce(hal::Graph& g, KeptCollective& all_reduce, std::int64_t tokens) const;
   // `attention`: the kernels of a layer that holds its indexer.
   hal::Graph main_layers(const RankBatch& batch, const hal::SharedKernels& attention,
                          std::span<const std::int64_t> tokens_per_rank, std::int64_t first_layer,
@@ -93,9 +104,11 @@ class StepGraphBuilder {
   StepGraphOptions opts_;
   mutable EpRouting routing_;
   mutable bool routing_valid_ = false;
-  mutable AllReduce attn_all_reduce_{"attn.all_reduce", nullptr};
-  mutable AllReduce ffn_all_reduce_{"ffn.all_reduce", nullptr};
-  mutable AllReduce moe_all_reduce_{"moe.all_reduce", nullptr};
+  mutable KeptCollective attn_all_reduce_{hal::CollectiveKind::all_reduce, "attn.all_reduce", nullptr};
+  mutable KeptCollective ffn_all_reduce_{hal::CollectiveKind::all_reduce, "ffn.all_reduce", nullptr};
+  mutable KeptCollective moe_all_reduce_{hal::CollectiveKind::all_reduce, "moe.all_reduce", nullptr};
+  mutable KeptCollective moe_gather_{hal::CollectiveKind::all_gather, "moe.all_gather", nullptr};
+  mutable KeptCollective moe_scatter_{hal::CollectiveKind::reduce_scatter, "moe.reduce_scatter", nullptr};
   mutable KeptKernels ffn_, gate_and_shared_, experts_, head_;
   // Layer bodies; the *_shared_ ones for layers that share the indexer (IndexShare).
   mutable std::shared_ptr<hal::Graph> dense_body_, moe_body_, dense_shared_body_, moe_shared_body_;

@@ -61,14 +61,14 @@ WeightFootprint weight_footprint_per_gpu(const ModelProfile& m, const ParallelLa
                                        tp,
                                    dt.attention);
 
-  // Under EP a GPU holds whole experts; without EP every expert is split tp ways.
+  // Under EP a GPU holds whole experts; without EP every expert is split over all the GPUs (moe_tp).
   std::int64_t routed_per_layer;
   if (layout.ep > 1) {
     w.expert_slots = slots_total / layout.ep;
     routed_per_layer = w.expert_slots * m.expert_params();
   } else {
     w.expert_slots = m.n_routed_experts;
-    routed_per_layer = m.n_routed_experts * m.expert_params() / tp;
+    routed_per_layer = m.n_routed_experts * m.expert_params() / layout.moe_tp();
   }
   w.routed_expert_bytes = weight_bytes(moe_layers * routed_per_layer, dt.routed_experts);
   w.shared_expert_bytes = weight_bytes(moe_layers * m.shared_expert_params() / tp, dt.shared_experts) +

@@ -68,7 +68,8 @@ NormalWorkerGroup::NormalWorkerGroup(rt::Runtime& rt, const ModelProfile& model,
     throw std::invalid_argument("normal worker group: draft tokens need MTP modules, and " + model.name + " has none");
   }
   const std::int64_t dp = n / tp_;
-  const ParallelLayout layout{.tp = tp_, .dp = dp, .ep = n, .redundant_experts = cfg_.redundant_experts};
+  const ParallelLayout layout{
+      .tp = tp_, .dp = dp, .ep = cfg_.expert_parallel ? n : 1, .redundant_experts = cfg_.redundant_experts};
   weights_ = weight_footprint_per_gpu(model, layout, cfg_.weights);
   const std::uint64_t per_token = kv_bytes_per_token(model, cfg_.kv_dtype, true).total();
   block_bytes_ = per_token * static_cast<std::uint64_t>(cfg_.block_tokens);
@@ -104,12 +105,9 @@ NormalWorkerGroup::NormalWorkerGroup(rt::Runtime& rt, const ModelProfile& model,
   }
   std::vector<hal::DeviceId> ids;
   for (hal::Device* d : devices) ids.push_back(d->id());
-  if (n > 1) {
+  if (n > 1 && cfg_.expert_parallel) {
     placement_.emplace(load_, n, cfg_.redundant_experts);
     traffic_.emplace(*placement_, load_, model.num_experts_per_tok);
-    ep_group_ = collectives.create_group("ep" + std::to_string(n), ids);
-    if (cfg_.two_batch_overlap) ep_group_b_ = collectives.create_group("ep" + std::to_string(n) + "-tbo", ids);
-    if (sm_partitioned()) ep_group_p_ = collectives.create_group("ep" + std::to_string(n) + "-prefill", ids);
     expert_bytes_ = weights_.routed_expert_bytes / static_cast<std::uint64_t>(weights_.expert_slots);
     routed_counts_.assign(static_cast<std::size_t>(model.n_routed_experts), 0);
   } else if (cfg_.two_batch_overlap) {
@@ -117,6 +115,8 @@ NormalWorkerGroup::NormalWorkerGroup(rt::Runtime& rt, const ModelProfile& model,
   } else if (cfg_.eplb_interval_steps > 0) {
     throw std::invalid_argument("normal worker group: EPLB rebalancing needs expert parallelism (two or more GPUs)");
   }
+  moe_gather_ = !cfg_.expert_parallel && dp > 1;
+  make_moe_groups(ids);
 
   ranks_.resize(static_cast<std::size_t>(dp));
   for (std::int64_t r = 0; r < dp; ++r) {
@@ -237,22 +237,38 @@ void NormalWorkerGroup::make_tp_groups(Rank& rank, std::size_t index) {
   if (sm_partitioned()) rank.tp_group_p = collectives_.create_group(name + "-prefill", ids);
 }
 
+void NormalWorkerGroup::make_moe_groups(const std::vector<hal::DeviceId>& ids) {
+  if ((!placement_ && !moe_gather_) || ids.empty()) return;
+  std::string name = (moe_gather_ ? "moe-tp" : "ep") + std::to_string(ids.size());
+  if (generation_ > 0) name += ".g" + std::to_string(generation_);
+  moe_group_ = collectives_.create_group(name, ids);
+  if (cfg_.two_batch_overlap) moe_group_b_ = collectives_.create_group(name + "-tbo", ids);
+  if (sm_partitioned()) moe_group_p_ = collectives_.create_group(name + "-prefill", ids);
+}
+
+std::uint64_t NormalWorkerGroup::moe_tp_slice_bytes(std::size_t live_ranks) const {
+  // weights_ holds the slice of the whole group's GPUs.
+  const std::uint64_t all = weights_.routed_expert_bytes * ranks_.size() * static_cast<std::uint64_t>(tp_);
+  return all / (live_ranks * static_cast<std::uint64_t>(tp_));
+}
+
 void NormalWorkerGroup::make_builders(Rank& rank, std::int32_t member) {
   // One builder per stream of each GPU: the step's, the second micro-batch's, the prefill side's; each
   // over its own communicators.
-  const auto builder = [&](const Gpu& g, std::shared_ptr<hal::CommGroup> ep, std::shared_ptr<hal::CommGroup> tp) {
+  const auto builder = [&](const Gpu& g, const std::shared_ptr<hal::CommGroup>& moe, std::shared_ptr<hal::CommGroup> tp) {
     return std::make_unique<StepGraphBuilder>(kernels_, traffic_ ? &*traffic_ : nullptr,
-                                              StepGraphOptions{.ep_group = std::move(ep),
+                                              StepGraphOptions{.ep_group = moe_gather_ ? nullptr : moe,
                                                                .tp_group = std::move(tp),
                                                                .rank = member + g.tp_rank,
                                                                .local_experts = weights_.expert_slots,
                                                                .mtp = cfg_.scheduler.draft_tokens > 0,
-                                                               .tp_rank = g.tp_rank});
+                                                               .tp_rank = g.tp_rank,
+                                                               .moe_tp_group = moe_gather_ ? moe : nullptr});
   };
   for (Gpu& g : rank.gpus) {
-    g.builder = builder(g, ep_group_, rank.tp_group);
-    if (cfg_.two_batch_overlap) g.builder_b = builder(g, ep_group_b_, rank.tp_group_b);
-    if (sm_partitioned()) g.builder_p = builder(g, ep_group_p_, rank.tp_group_p);
+    g.builder = builder(g, moe_group_, rank.tp_group);
+    if (cfg_.two_batch_overlap) g.builder_b = builder(g, moe_group_b_, rank.tp_group_b);
+    if (sm_partitioned()) g.builder_p = builder(g, moe_group_p_, rank.tp_group_p);
   }
 }
 
@@ -471,7 +487,7 @@ void NormalWorkerGroup::rebalance() {
       op.name = "eplb.weights";
       op.send_bytes = moves[member];
       hal::Graph g("eplb_rebalance");
-      g.add(hal::CollectiveCall{ep_group_, static_cast<int>(member), std::move(op)});
+      g.add(hal::CollectiveCall{moe_group_, static_cast<int>(member), std::move(op)});
       gpu.stream->launch(gpu.device->instantiate(g));
       ++member;
     }

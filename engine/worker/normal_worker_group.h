@@ -1,8 +1,9 @@
 #pragma once
-// The normal worker group: DP attention with the MoE experts spread over all the GPUs (EP), running
-// decode and short prefills together. A DP rank is one GPU, or attention_tp GPUs that split its
-// attention heads (joined by all-reduces every layer); every GPU is an EP member holding whole
-// experts. The ranks step in lockstep, because every MoE layer's all-to-all joins them; a rank with
+// The normal worker group: DP attention with the MoE experts spread over all the GPUs (EP), or split
+// over all of them (MoE TP, NormalGroupConfig::expert_parallel), running decode and short prefills
+// together. A DP rank is one GPU, or attention_tp GPUs that split its attention heads (joined by
+// all-reduces every layer); under EP every GPU is an EP member holding whole experts. The ranks step
+// in lockstep, because every MoE layer's all-to-all (or MoE TP all-gather) joins them; a rank with
 // nothing to do runs an empty batch and still takes part, as SGLang does. Each DP rank has its own
 // scheduler and KV cache (GPU HBM and a Grace tier). With SM partitions (green contexts, SGLang's
 // PD-multiplexing) decode and prefill step apart: two lockstep loops over the same ranks, KV caches
@@ -72,6 +73,12 @@ struct NormalGroupConfig {
   // the rest. Decode steps then run every iteration beside the prefill chunks instead of waiting for
   // them in one batch. 0: one batch. Excludes two-batch overlap.
   double sm_partition_prefill = 0;
+  // true: the routed experts spread whole over all the GPUs (EP). false: MoE TP, every expert split
+  // over all the GPUs along its intermediate dimension: at dp 1 combined by the attention TP
+  // all-reduce; at dp > 1 (TensorRT-LLM's attention DP with MoE TP) every GPU all-gathers all the DP
+  // ranks' tokens before the experts and reduce-scatters the outputs back after them. No EPLB,
+  // redundant experts or two-batch overlap then.
+  bool expert_parallel = true;
 };
 
 // What a step delivered to a request on a rank, with the time it happened.
@@ -204,6 +211,10 @@ class NormalWorkerGroup {
   void await_repair();
   // A new EP communicator (and TP ones), placement and step builders over the live ranks.
   void rebuild_group(const std::string& why);
+  // The MoE communicators (moe_group_ and its siblings) over `ids`, when the layout has them.
+  void make_moe_groups(const std::vector<hal::DeviceId>& ids);
+  // MoE TP: the routed-expert bytes each GPU holds when `live_ranks` DP ranks split every expert.
+  std::uint64_t moe_tp_slice_bytes(std::size_t live_ranks) const;
   void make_tp_groups(Rank& rank, std::size_t index);
   // `member`: the rank's first GPU in the EP group (the i-th live rank's GPUs are members i * tp ...).
   void make_builders(Rank& rank, std::int32_t member);
@@ -236,9 +247,13 @@ class NormalWorkerGroup {
   std::vector<std::uint64_t> routed_counts_;  // token-expert pairs per expert since the last rebalance
   std::uint64_t expert_bytes_ = 0;            // one routed expert's weights, every MoE layer
   std::optional<MoeTraffic> traffic_;
-  std::shared_ptr<hal::CommGroup> ep_group_;
-  std::shared_ptr<hal::CommGroup> ep_group_b_;  // the second micro-batch's all-to-alls
-  std::shared_ptr<hal::CommGroup> ep_group_p_;  // the prefill side's all-to-alls (SM partitions)
+  // The communicator of every live GPU that the MoE collectives join: the EP all-to-alls, or under
+  // attention DP + MoE TP the all-gather and reduce-scatter. Null on one GPU, or when the experts are
+  // split by one DP rank's attention TP group.
+  std::shared_ptr<hal::CommGroup> moe_group_;
+  std::shared_ptr<hal::CommGroup> moe_group_b_;  // the second micro-batch's all-to-alls
+  std::shared_ptr<hal::CommGroup> moe_group_p_;  // the prefill side's MoE collectives (SM partitions)
+  bool moe_gather_ = false;                      // attention DP + MoE TP (not expert_parallel, dp > 1)
   std::vector<Rank> ranks_;
   std::array<std::vector<std::int64_t>, 2> tokens_;  // per side, per EP member (GPU) of the live ranks
   std::vector<std::int64_t> tokens_a_, tokens_b_;  // per micro-batch, under two-batch overlap

@@ -3,8 +3,10 @@
 // split over all of them); the group waits (it cannot step while a member is dead: the MoE all-to-all
 // joins every GPU) until the dead rank is taken out, then goes on over a new EP communicator without
 // the rank's GPUs, with the experts re-placed. A rank whose GPUs were reset (or whose worker
-// restarted) rejoins later. With SM partitions a failed step on either side stops both: the other
-// side ends the step it runs, starts no other, and the group changes only once neither side steps.
+// restarted) rejoins later. Under attention DP + MoE TP the survivors split every expert among
+// themselves instead, each loading the part of its larger slice it lacks. With SM partitions a failed
+// step on either side stops both: the other side ends the step it runs, starts no other, and the group
+// changes only once neither side steps.
 #include <algorithm>
 #include <array>
 #include <set>
@@ -136,9 +138,9 @@ void NormalWorkerGroup::await_repair() {
 }
 
 void NormalWorkerGroup::rebuild_group(const std::string& why) {
-  if (ep_group_) retired_groups_.push_back(std::exchange(ep_group_, nullptr));
-  if (ep_group_b_) retired_groups_.push_back(std::exchange(ep_group_b_, nullptr));
-  if (ep_group_p_) retired_groups_.push_back(std::exchange(ep_group_p_, nullptr));
+  if (moe_group_) retired_groups_.push_back(std::exchange(moe_group_, nullptr));
+  if (moe_group_b_) retired_groups_.push_back(std::exchange(moe_group_b_, nullptr));
+  if (moe_group_p_) retired_groups_.push_back(std::exchange(moe_group_p_, nullptr));
   for (Rank& r : ranks_) {
     if (r.tp_group) retired_groups_.push_back(std::exchange(r.tp_group, nullptr));
     if (r.tp_group_b) retired_groups_.push_back(std::exchange(r.tp_group_b, nullptr));
@@ -146,17 +148,12 @@ void NormalWorkerGroup::rebuild_group(const std::string& why) {
   }
   ++generation_;
   const auto gpus = static_cast<std::int64_t>(live_.size()) * tp_;
-  if (placement_ && gpus > 0) {
-    std::vector<hal::DeviceId> ids;
-    for (std::size_t k : live_) {
-      for (const Gpu& g : ranks_[k].gpus) ids.push_back(g.device->id());
-    }
-    const std::string name = "ep" + std::to_string(gpus) + ".g" + std::to_string(generation_);
-    ep_group_ = collectives_.create_group(name, ids);
-    if (cfg_.two_batch_overlap) ep_group_b_ = collectives_.create_group(name + "-tbo", ids);
-    if (sm_partitioned()) ep_group_p_ = collectives_.create_group(name + "-prefill", ids);
-    traffic_.emplace(*placement_, load_, model_.num_experts_per_tok);
+  std::vector<hal::DeviceId> ids;
+  for (std::size_t k : live_) {
+    for (const Gpu& g : ranks_[k].gpus) ids.push_back(g.device->id());
   }
+  make_moe_groups(ids);
+  if (placement_ && gpus > 0) traffic_.emplace(*placement_, load_, model_.num_experts_per_tok);
   for (std::size_t m = 0; m < live_.size(); ++m) {
     make_tp_groups(ranks_[live_[m]], live_[m]);
     make_builders(ranks_[live_[m]], static_cast<std::int32_t>(static_cast<std::int64_t>(m) * tp_));
@@ -222,6 +219,12 @@ void NormalWorkerGroup::remove_rank(std::int32_t rank, const std::string& cause,
                   {"moe_load_per_rank_factor",
                    after * static_cast<double>(next_members + tp_) / (before * static_cast<double>(next_members))}},
                  rt::Severity::warning);
+    } else if (moe_gather_ && !live_.empty()) {
+      // MoE TP over fewer GPUs: each survivor's slice of every expert grows; what it lacks loads.
+      const std::uint64_t grown = moe_tp_slice_bytes(live_.size()) - moe_tp_slice_bytes(live_.size() + 1);
+      for (std::size_t k : live_) {
+        for (Gpu& g : ranks_[k].gpus) g.reload_bytes += grown;
+      }
     }
     rebuild_group("rank " + std::to_string(rank) + " removed: " + cause);
     rt_.record("normal-group", "rank_removed",
@@ -266,6 +269,9 @@ void NormalWorkerGroup::restore_rank(std::int32_t rank) {
         const std::int64_t member = static_cast<std::int64_t>(index) * tp_ + g.tp_rank;
         g.reload_bytes = static_cast<std::uint64_t>(placement_->experts_on(member).size()) * expert_bytes_;
       }
+    } else if (moe_gather_) {
+      // Its GPUs load their slice of every expert; the others' slices shrink.
+      for (Gpu& g : r.gpus) g.reload_bytes = moe_tp_slice_bytes(live_.size());
     }
     rebuild_group("rank " + std::to_string(rank) + " back");
     rt_.record("normal-group", "rank_restored",

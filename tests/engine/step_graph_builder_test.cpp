@@ -158,5 +158,44 @@ TEST_F(StepGraphBuilderTest, AnIdleRankStillJoinsEveryAllToAll) {
   for (const auto& l : lists_of(g)) EXPECT_FALSE(l->empty()) << "empty lists are left out";
 }
 
+TEST_F(StepGraphBuilderTest, AttentionDpWithMoeTpGathersEveryRanksTokensAroundTheExperts) {
+  // GLM-5 over 4 GPUs, each its own DP rank, every expert split four ways: the 8 + 3 + 5 + 0 = 16
+  // tokens of all ranks are all-gathered (16 x 6,144 x BF16 = 196,608 bytes) before each MoE layer's
+  // experts and reduce-scattered after them; each GPU runs a quarter of every one of the 256 experts
+  // over all 16 x 8 = 128 token-expert pairs.
+  const StepGraphBuilder moe_tp{kernels, nullptr,
+                                StepGraphOptions{.ep_group = nullptr,
+                                                 .tp_group = nullptr,
+                                                 .rank = 1,
+                                                 .local_experts = 256,
+                                                 .mtp = false,
+                                                 .tp_rank = std::nullopt,
+                                                 .moe_tp_group = group}};
+  const std::vector<std::int64_t> tokens{8, 3, 5, 0};
+  const hal::Graph g = moe_tp.build(decodes(3, 3'000), tokens);
+  const auto moe_layers = static_cast<std::size_t>(model.num_hidden_layers - model.first_k_dense_replace);
+  EXPECT_EQ(g.collective_count(), 2 * moe_layers);
+  const auto ops = ops_of(g);
+  ASSERT_FALSE(ops.empty());
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    EXPECT_EQ(ops[i]->kind, i % 2 == 0 ? hal::CollectiveKind::all_gather : hal::CollectiveKind::reduce_scatter);
+    EXPECT_EQ(ops[i]->bytes, 16u * 6'144 * 2);
+  }
+  std::vector<hal::KernelDesc> experts;
+  kernels.routed_expert_slices(128, 4, experts);
+  bool found = false;
+  for (const auto& list : lists_of(g)) {
+    for (const hal::KernelDesc& k : *list) {
+      if (k.name != experts.front().name) continue;
+      found = true;
+      EXPECT_EQ(k.flops, experts.front().flops);
+      EXPECT_EQ(k.bytes, experts.front().bytes);
+    }
+  }
+  EXPECT_TRUE(found);
+  // A rank without tokens still gathers the others' and runs its slice of the experts on them.
+  EXPECT_EQ(moe_tp.build(RankBatch{}, std::vector<std::int64_t>{0, 0, 5, 0}).collective_count(), 2 * moe_layers);
+}
+
 }  // namespace
 }  // namespace nvl::engine

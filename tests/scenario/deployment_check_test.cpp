@@ -1,7 +1,8 @@
 // Impossible deployments are InputErrors that name the pool's key to change and say why, never a crash:
-// experts that do not divide the EP group, a TP degree that does not divide the heads, EP-only features
-// on one GPU, a token budget below one decode step, layouts with nowhere to prefill, formats the device
-// cannot run, and a model that does not fit in HBM (which GPU, bytes needed vs free).
+// experts that do not divide the EP group, EP over part of a decoding instance, a TP degree that does
+// not divide the heads, EP-only features on one GPU or under MoE TP, a token budget below one decode
+// step, layouts with nowhere to prefill, formats the device cannot run, and a model that does not fit
+// in HBM (which GPU, bytes needed vs free).
 #include <filesystem>
 #include <string>
 
@@ -60,6 +61,22 @@ TEST(DeploymentCheck, ExpertsThatDoNotDivideTheEpGroupNameTheEpKey) {
 
 TEST(DeploymentCheck, AnEpThatDoesNotDivideTheInstanceIsNamed) {
   expect_has(load_error({kDep + "ep=3"}), "deployment.pools[0].ep: EP3 does not divide the instance's tp x dp x pp = 8 GPUs");
+}
+
+TEST(DeploymentCheck, MoeTpInADecodingPoolBuildsAndEpOverPartOfAnInstanceIsNamed) {
+  // ep 1: MoE TP over all the instance's GPUs, at attention DP8 (the ranks' tokens all-gathered) and
+  // at attention TP8 (the experts split by TP), both loaded and built.
+  EXPECT_EQ(build_error({kDep + "ep=1"}), "");
+  EXPECT_EQ(build_error({kDep + "dp=1", kDep + "tp=8", kDep + "ep=1"}), "");
+  // EP4 inside DP8 x TP1 spreads the experts over half of the GPUs: not modelled, and said so.
+  expect_has(load_error({kDep + "ep=4"}),
+             "deployment.pools[0].ep: a decoding instance spreads its experts over all its tp x dp = 8 GPUs (ep 8) or "
+             "splits every expert over all of them (ep 1, MoE TP): EP4 over part of an instance is not modelled");
+  // What needs EP stays refused under MoE TP.
+  expect_has(load_error({kDep + "ep=1", kDep + "eplb.redundant_experts=8"}),
+             "deployment.pools[0].eplb.redundant_experts: redundant experts need an EP group");
+  expect_has(load_error({kDep + "ep=1", kDep + "eplb.interval_steps=10"}), "deployment.pools[0].eplb.interval_steps:");
+  expect_has(load_error({kDep + "ep=1", kDep + "two_batch_overlap=true"}), "deployment.pools[0].two_batch_overlap:");
 }
 
 TEST(DeploymentCheck, EpOnlyFeaturesOnOneGpuAreNamed) {
