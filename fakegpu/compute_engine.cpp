@@ -8,7 +8,7 @@ namespace nvl::fakegpu {
 RunShares ComputeEngine::shares_for(const ComputeJob& job) const {
   const double s = job.sm_fraction_;
   const double total = std::max(fraction_sum_, s);
-  return RunShares{s * std::min(1.0, 1.0 / total) * clock_, s / total};
+  return RunShares{s * std::min(1.0, 1.0 / total) * clock_.compute, s / total * clock_.memory};
 }
 
 double ComputeEngine::price(ComputeJob& job) const {
@@ -83,8 +83,8 @@ void ComputeEngine::cancel(ComputeJob& job) {
   if (job.running_) remove(job);
 }
 
-void ComputeEngine::set_clock_factor(double factor) {
-  clock_ = factor;
+void ComputeEngine::set_clock(RunShares clock) {
+  clock_ = clock;
   reprice_all();
 }
 

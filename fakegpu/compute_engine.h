@@ -3,10 +3,10 @@
 // it at once, one per stream. The model, kept simple on purpose:
 //   - each running job's stream owns a fraction s of the SMs (1 unless it was given less, as a
 //     green context is); S is the sum over the running jobs;
-//   - compute share = s * min(1, 1/S) * clock factor: its own SMs, scaled down when the streams
+//   - compute share = s * min(1, 1/S) * compute clock: its own SMs, scaled down when the streams
 //     over-subscribe the device, and slowed by a thermal throttle;
-//   - memory share = s / S: HBM bandwidth split in proportion to the SM shares (a job alone gets
-//     all of it whatever its SM fraction).
+//   - memory share = s / S * memory clock: HBM bandwidth split in proportion to the SM shares (a
+//     job alone gets all of it whatever its SM fraction), slowed (less) by the throttle too.
 // When a job starts or ends, or the clock changes, every running job whose shares changed is
 // re-priced from the fraction of its work already done (processor sharing), so a kernel slows down
 // while another stream's kernel runs beside it.
@@ -67,9 +67,10 @@ class ComputeEngine {
   void start(ComputeJob& job);
   // Stops a running job without calling its client.
   void cancel(ComputeJob& job);
-  // Thermal throttle: compute runs at this fraction of the nominal clock (re-prices running jobs).
-  void set_clock_factor(double factor);
-  double clock_factor() const { return clock_; }
+  // Thermal throttle: compute and memory-bound work run at these fractions of their nominal rates
+  // (re-prices running jobs).
+  void set_clock(RunShares clock);
+  const RunShares& clock() const { return clock_; }
   std::size_t running() const { return jobs_.size(); }
   // Time with at least one job running, up to now (device utilisation in reports).
   rt::Duration busy_time() const { return jobs_.empty() ? busy_ : busy_ + (rt_.now() - busy_since_); }
@@ -87,7 +88,7 @@ class ComputeEngine {
   rt::Runtime& rt_;
   std::vector<ComputeJob*> jobs_;
   double fraction_sum_ = 0;
-  double clock_ = 1.0;
+  RunShares clock_;
   rt::Duration busy_;
   rt::Time busy_since_;
 };

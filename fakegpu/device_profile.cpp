@@ -53,6 +53,7 @@ DeviceProfile load_device_profile(const std::filesystem::path& file) {
   p.kernel_launch = ns_of(r.sourced("kernel_launch_ns"));
   p.graph_launch = ns_of(r.sourced("graph_launch_ns"));
   p.graph_node = ns_of(r.sourced("graph_node_ns"));
+  p.throttle_memory_coupling = r.sourced("throttle_memory_coupling", NumberRule::fraction);
   r.finish();
 
   const auto table = file.parent_path() / ("efficiency_" + p.architecture + ".json");

@@ -32,6 +32,9 @@ struct DeviceProfile {
   rt::Duration kernel_launch;           // per kernel launched on its own
   rt::Duration graph_launch;            // per graph launch
   rt::Duration graph_node;              // per kernel inside a graph
+  // Under a thermal throttle to clock factor f, memory-bound work runs at 1 - coupling x (1 - f) of
+  // the HBM rate: the HBM clock is not lowered, but the SMs issuing the requests are.
+  double throttle_memory_coupling = 0;
   EfficiencyTable efficiency;
 
   double peak(hal::DType d) const { return peak_flops_per_s[static_cast<std::size_t>(d)]; }

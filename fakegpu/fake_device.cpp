@@ -117,12 +117,14 @@ void FakeDevice::throttle(double clock_factor, rt::Duration period) {
   }
   if (period <= rt::Duration()) throw std::invalid_argument(source_ + ": throttle period must be positive");
   throttle_end_.cancel();
-  rt_.record(source_, "thermal_throttle", {{"clock_factor", clock_factor}, {"period_ns", period.ns()}},
+  const double memory_factor = 1 - profile().throttle_memory_coupling * (1 - clock_factor);
+  rt_.record(source_, "thermal_throttle",
+             {{"clock_factor", clock_factor}, {"memory_factor", memory_factor}, {"period_ns", period.ns()}},
              rt::Severity::warning);
-  compute_.set_clock_factor(clock_factor);
+  compute_.set_clock(RunShares{clock_factor, memory_factor});
   throttle_end_ = rt_.call_after(period, [this] {
     rt_.record(source_, "thermal_throttle_end", nlohmann::json::object());
-    compute_.set_clock_factor(1.0);
+    compute_.set_clock(RunShares{});
   });
 }
 

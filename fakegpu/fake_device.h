@@ -50,9 +50,11 @@ class FakeDevice final : public hal::Device {
   void inject_ecc_error();
   void inject_nvlink_error(int link);
   // clock_factor in (0, 1], period > 0 (std::invalid_argument otherwise); a new throttle replaces
-  // one still running.
+  // one still running. Compute runs at clock_factor; memory-bound work at the memory factor the
+  // profile's throttle_memory_coupling gives.
   void throttle(double clock_factor, rt::Duration period);
-  double clock_factor() const { return compute_.clock_factor(); }
+  double clock_factor() const { return compute_.clock().compute; }
+  double memory_factor() const { return compute_.clock().memory; }
   void add_fault_listener(FaultListener listener) { listeners_.push_back(std::move(listener)); }
   // Told of every kernel, graph and copy when it ends (one observer; empty: none).
   void set_span_observer(SpanObserver observer) { span_observer_ = std::move(observer); }

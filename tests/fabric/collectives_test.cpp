@@ -345,3 +345,65 @@ TEST(Collectives, SendRecvMovesBytesBetweenPeers) {
   EXPECT_GT(t, rt::ms(10));
   EXPECT_LT(t, rt::ms(20));
 }
+
+namespace {
+
+// Every member's completion of one call of `ops` on `r`'s group `g`, from the call's start.
+rt::Duration timed_call(Rig& r, hal::CommGroup& g, const std::vector<hal::CollectiveOp>& ops) {
+  const rt::Time start = r.rt.now();
+  rt::Time last = start;
+  for (int rank = 0; rank < static_cast<int>(ops.size()); ++rank) {
+    g.arrive(rank, part(ops, rank), [&](const hal::HalError* e) {
+      EXPECT_EQ(e, nullptr);
+      last = std::max(last, r.rt.now());
+    });
+  }
+  r.rt.run();
+  return last - start;
+}
+
+}  // namespace
+
+TEST(Collectives, LostNvlinkPortsSlowTheAllToAllTheyCarry) {
+  // 64 MiB from every rank to every other: bandwidth-bound. The time's data part is what doubling the
+  // bytes adds on a healthy rack.
+  const auto rack = fabric::make_cluster("gb300-nvl72", 1);
+  const auto ops = fabric::uniform_all_to_all(8, 64 << 20, hal::AllToAllRole::plain);
+  const rt::Duration healthy = fabric::time_collective(rack, ranks(8), ops);
+  const rt::Duration data =
+      fabric::time_collective(rack, ranks(8), fabric::uniform_all_to_all(8, 128 << 20, hal::AllToAllRole::plain)) - healthy;
+  for (const bool fast : {true, false}) {
+    Rig r("gb300-nvl72", 1, fast);
+    auto g = r.coll.create_group("ep8", ranks(8));
+    // Fast: priced and cached on the healthy fabric. Exact: as flows (the same answer up to rounding).
+    EXPECT_NEAR(static_cast<double>(timed_call(r, *g, ops).ns()), static_cast<double>(healthy.ns()), 1e-3 * healthy.ns());
+    // GPU 1 loses 6 of its 18 ports: its 7 flows in and 7 out share 12/18 of its NVLink bandwidth, while
+    // every other GPU's channels still carry at most 7 flows at full bandwidth, so GPU 1's flows set the
+    // time: the data part takes 18/12 = 1.5 times as long (overhead and latency unchanged).
+    for (int s = 0; s < 6; ++s) r.fab.set_link_down("rack0/tray0/gpu1", "rack0/nvswitch" + std::to_string(s), true);
+    const rt::Duration lost = timed_call(r, *g, ops);
+    EXPECT_NEAR(static_cast<double>(lost.ns()), static_cast<double>((healthy + data / 2).ns()), 0.01 * data.ns()) << fast;
+    for (int s = 0; s < 6; ++s) r.fab.set_link_down("rack0/tray0/gpu1", "rack0/nvswitch" + std::to_string(s), false);
+    // The ports back: the cached price (fast) holds again.
+    EXPECT_NEAR(static_cast<double>(timed_call(r, *g, ops).ns()), static_cast<double>(healthy.ns()), 1e-3 * healthy.ns());
+  }
+}
+
+TEST(Collectives, ADegradedNvlinkPortSlowsTheAllToAllByItsShare) {
+  const auto rack = fabric::make_cluster("gb300-nvl72", 1);
+  const auto ops = fabric::uniform_all_to_all(8, 64 << 20, hal::AllToAllRole::plain);
+  const rt::Duration healthy = fabric::time_collective(rack, ranks(8), ops);
+  const rt::Duration data =
+      fabric::time_collective(rack, ranks(8), fabric::uniform_all_to_all(8, 128 << 20, hal::AllToAllRole::plain)) - healthy;
+  for (const bool fast : {true, false}) {
+    Rig r("gb300-nvl72", 1, fast);
+    auto g = r.coll.create_group("ep8", ranks(8));
+    EXPECT_NEAR(static_cast<double>(timed_call(r, *g, ops).ns()), static_cast<double>(healthy.ns()), 1e-3 * healthy.ns());
+    // One of GPU 0's 18 ports at a quarter: its channels keep 17.25/18 of their bandwidth, so the data
+    // part takes 18/17.25 as long (+4.3%).
+    r.fab.degrade_link("rack0/tray0/gpu0", "rack0/nvswitch0", 0.25);
+    const rt::Duration degraded = timed_call(r, *g, ops);
+    const double expected = static_cast<double>(healthy.ns()) + static_cast<double>(data.ns()) * (18 / 17.25 - 1);
+    EXPECT_NEAR(static_cast<double>(degraded.ns()), expected, 0.01 * data.ns()) << fast;
+  }
+}

@@ -139,6 +139,25 @@ TEST(Faults, ThermalThrottleSlowsComputeForAPeriod) {
   EXPECT_THROW(gpu.throttle(0.5, rt::Duration()), std::invalid_argument);
 }
 
+TEST(Faults, ThermalThrottleSlowsMemoryBoundKernelsLess) {
+  Rig rig("b300");
+  FakeDevice& gpu = rig.gpu();
+  hal::Stream& s = gpu.create_stream("main");
+  // 100 GB read, no flops: HBM-bound (a decode step's weight and KV reads are).
+  const hal::KernelDesc reads = kernel(KernelKind::elementwise, DType::bf16, 0, 100'000'000'000ULL, "reads");
+  const KernelCost c = gpu.cost_model().cost(reads, rig.fleet->profile().kernel_launch);
+  ASSERT_EQ(c.compute_ns, 0.0);
+  // b300.json: throttle_memory_coupling 0.5, so at half the clock memory runs at 1 - 0.5 x 0.5 = 0.75.
+  gpu.throttle(0.5, rt::ms(100'000));
+  EXPECT_DOUBLE_EQ(gpu.memory_factor(), 0.75);
+  rig.in_fiber([&] {
+    const rt::Time start = rig.rt.now();
+    s.launch(reads);
+    s.synchronize();
+    EXPECT_NEAR(static_cast<double>((rig.rt.now() - start).ns()), c.overhead_ns + c.memory_ns / 0.75, 2.0);
+  });
+}
+
 TEST(Faults, ThrottleEndingMidKernelSpeedsItUp) {
   Rig rig("b300");
   FakeDevice& gpu = rig.gpu();

@@ -178,6 +178,43 @@ TEST(Graph, ARepeatedBodyEndsWhenReplayingItWould) {
   EXPECT_LT(repeated.events * 10, unrolled.events);
 }
 
+// Two ranks step 75 repeated memory-bound layers, each ending in an all-to-all; rank 1 may be
+// throttled to half its clock. Returns when each rank's step ended.
+std::vector<rt::Time> run_memory_bound_step(const hal::KernelDesc& reads, bool throttle) {
+  Rig rig("gb300", 2);
+  auto group = std::make_shared<FixedLatencyGroup>(rig.rt, "ep", std::vector<hal::DeviceId>{0, 1}, rt::us(20));
+  if (throttle) rig.gpu(1).throttle(0.5, rt::sec(100));
+  std::vector<rt::Time> done(2);
+  for (int rank = 0; rank < 2; ++rank) {
+    hal::Graph layer("layer");
+    layer.add(reads);
+    layer.add(hal::CollectiveCall{group, rank, op(hal::CollectiveKind::all_to_all, "dispatch")});
+    hal::Graph step("step");
+    step.add_repeat(layer, 75);
+    hal::Stream& s = rig.gpu(rank).create_stream("step");
+    s.launch(rig.gpu(rank).instantiate(step));
+    s.add_callback([&done, &rig, rank](const hal::HalError*) { done[static_cast<std::size_t>(rank)] = rig.rt.now(); });
+  }
+  rig.rt.run(rt::RunOptions{rt::Time() + rt::sec(10)});
+  return done;
+}
+
+TEST(Graph, AThrottledRankSlowsItsGroupsFastForwardedLayers) {
+  const auto reads = kernel(KernelKind::elementwise, DType::bf16, 0, 1'000'000'000, "reads");
+  const KernelCost c = [&] {
+    Rig rig("gb300");
+    return rig.gpu().cost_model().cost(reads, rig.fleet->profile().graph_node);
+  }();
+  ASSERT_EQ(c.compute_ns, 0.0);
+  const std::vector<rt::Time> nominal = run_memory_bound_step(reads, false);
+  const std::vector<rt::Time> throttled = run_memory_bound_step(reads, true);
+  EXPECT_EQ(throttled[0], throttled[1]) << "the all-to-all holds rank 0 back for rank 1";
+  // gb300.json: memory coupling 0.5, so rank 1's reads run at 1 - 0.5 x 0.5 = 0.75 of the HBM rate and
+  // each of the 75 layers (73 of them fast-forwarded) takes memory_ns x (1/0.75 - 1) = memory_ns / 3 longer.
+  const double expected = 75 * c.memory_ns / 3;
+  EXPECT_NEAR(static_cast<double>((throttled[0] - nominal[0]).ns()), expected, expected * 0.01);
+}
+
 TEST(Graph, ShortRepeatsAndBodiesWithoutCollectivesAreReplayed) {
   const LayeredRun two = run_layers(2, true);
   const LayeredRun two_unrolled = run_layers(2, false);
