@@ -42,9 +42,9 @@ void check_pool(const Scenario& s, const engine::ModelProfile& model, std::size_
     // A prefill instance is one TP group per stage, its experts split by TP or spread by EP over that
     // group; or (DEP) dp attention ranks of tp GPUs each, the experts spread by EP over all of them.
     if (p.dp > 1 && p.pp > 1) fail("pp", "a prefill instance with DP attention ranks (dp > 1) runs one pipeline stage: pp must be 1");
-    if (p.dp > 1 && p.ep != gpus) {
+    if (p.dp > 1 && p.ep != gpus && p.ep != 1) {
       fail("ep", "a prefill instance with DP attention ranks spreads its experts over all its tp x dp = " +
-                     std::to_string(gpus) + " GPUs: ep must be " + std::to_string(gpus));
+                     std::to_string(gpus) + " GPUs (ep " + std::to_string(gpus) + ") or splits each over them (MoE TP, ep 1)");
     }
     if (p.dp == 1 && p.ep != 1 && p.ep != p.tp) {
       fail("ep", "a prefill instance spreads its experts over each stage's TP group: ep must be 1 or tp (" +

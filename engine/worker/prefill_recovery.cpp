@@ -158,6 +158,7 @@ void PrefillWorker::rebuild_groups(const std::string& why) {
     Stage& stage = stages_[static_cast<std::size_t>(s)];
     for (const auto& tp_group : stage.tp_groups) retired_groups_.push_back(tp_group);
     if (stage.ep_group) retired_groups_.push_back(stage.ep_group);
+    if (stage.moe_tp_group) retired_groups_.push_back(stage.moe_tp_group);
     for (const auto& pair : stage.to_next) retired_groups_.push_back(pair);
     create_groups(s, ".g" + std::to_string(generation_));
   }

@@ -26,9 +26,6 @@ std::int64_t checked_tp(const ModelProfile& model, std::size_t gpus, const Prefi
                                 std::to_string(n) + " GPUs");
   }
   if (dp > 1 && pp > 1) throw std::invalid_argument("prefill worker: DP attention ranks with pipeline stages are not modelled");
-  if (dp > 1 && !cfg.expert_parallel) {
-    throw std::invalid_argument("prefill worker: DP attention ranks need the experts spread by EP over all the GPUs");
-  }
   const std::int64_t tp = n / (pp * dp);
   if (model.num_attention_heads % tp != 0) {
     throw std::invalid_argument("prefill worker: TP " + std::to_string(tp) + " does not divide " + model.name + "'s " +
@@ -157,6 +154,8 @@ void PrefillWorker::create_groups(std::int64_t s, const std::string& suffix) {
   if (placement_) {
     const std::string ep_name = ranks() > 1 ? std::to_string(members()) + suffix : name;
     stage.ep_group = collectives_.create_group("prefill-ep" + ep_name, ids_of(0, members()));
+  } else if (ranks() > 1) {
+    stage.moe_tp_group = collectives_.create_group("prefill-moe-tp" + std::to_string(members()) + suffix, ids_of(0, members()));
   }
   stage.to_next.clear();
   if (stage.layers.last) return;
@@ -176,7 +175,8 @@ std::unique_ptr<StepGraphBuilder> PrefillWorker::make_builder(const Stage& stage
                        .rank = static_cast<std::int32_t>(member),
                        .local_experts = stage.weights.expert_slots,
                        .mtp = false,
-                       .tp_rank = ranks() > 1 ? std::optional<std::int32_t>(static_cast<std::int32_t>(member % tp)) : std::nullopt});
+                       .tp_rank = ranks() > 1 ? std::optional<std::int32_t>(static_cast<std::int32_t>(member % tp)) : std::nullopt,
+                       .moe_tp_group = stage.moe_tp_group});
 }
 
 void PrefillWorker::start() {

@@ -23,8 +23,10 @@
 //
 // DP attention (DEP prefill, `attention_dp` = dp > 1, no pipeline): the GPUs are dp attention ranks of
 // tp each, DP rank d on devices [d * tp, (d + 1) * tp), each with its own scheduler and KV cache and its
-// own prompts, the routed experts spread by EP over all of them. The ranks step in lockstep, because
-// every MoE layer's all-to-all joins them; a rank with nothing to do runs an empty batch and still takes
+// own prompts, the routed experts spread by EP over all of them, or (without expert_parallel: MoE TP,
+// as TensorRT-LLM runs attention DP) every expert split over all of them, which all-gather every rank's
+// tokens before the experts and reduce-scatter the outputs after. The ranks step in lockstep, because
+// every MoE layer's collectives join them; a rank with nothing to do runs an empty batch and still takes
 // part, as in the decoding group. Whoever submits picks the rank (SGLang's DP controller dispatches).
 #include <cstdint>
 #include <functional>
@@ -63,7 +65,7 @@ struct PrefillWorkerConfig {
   std::int64_t kv_layer_groups = 4;  // graphs a finishing step is cut into per stage (1: KV ready at its end)
   // Pipeline stages: the devices are tp x pp, tp = devices / pp (1: one TP group, no pipeline).
   std::int64_t pipeline_stages = 1;
-  // DP attention ranks: the devices are dp x tp; above 1 needs expert_parallel and one pipeline stage.
+  // DP attention ranks: the devices are dp x tp; above 1 needs one pipeline stage.
   std::int64_t attention_dp = 1;
   // Keep each request's KV after its first token until release_kv(): it is still being transferred.
   bool hold_kv_for_transfer = false;
@@ -90,7 +92,7 @@ class PrefillWorker {
   // Takes the weights and KV memory on every device: a model that does not fit is a HalError naming
   // the device; a TP degree that does not divide the heads, experts that do not spread evenly over
   // a stage's GPUs under EP, pipeline stages that do not divide the devices or leave a stage
-  // without layers, or DP ranks without EP or beside pipeline stages, is std::invalid_argument.
+  // without layers, or DP ranks beside pipeline stages, is std::invalid_argument.
   PrefillWorker(rt::Runtime& rt, const ModelProfile& model, std::vector<hal::Device*> devices,
                 hal::Collectives& collectives, PrefillWorkerConfig cfg, PrefillDoneSink on_done,
                 KvReadySink on_kv_ready, PrefillRejectSink on_reject);
@@ -146,7 +148,7 @@ class PrefillWorker {
     std::unique_ptr<StepGraphBuilder> builder;
   };
   // One pipeline stage over gpus_[s * dp * tp, (s + 1) * dp * tp): each DP rank's TP group, and with EP
-  // one EP group over all of them.
+  // one EP group over all of them (or, DP ranks under MoE TP, one group for the token all-gathers).
   struct Stage {
     PipelineStage layers;
     WeightFootprint weights;
@@ -154,6 +156,7 @@ class PrefillWorker {
     std::uint64_t kv_bytes_per_gpu = 0;
     std::vector<std::shared_ptr<hal::CommGroup>> tp_groups;  // per DP rank; none at tp 1
     std::shared_ptr<hal::CommGroup> ep_group;
+    std::shared_ptr<hal::CommGroup> moe_tp_group;  // DP ranks under MoE TP: the token all-gathers
     std::vector<std::shared_ptr<hal::CommGroup>> to_next;  // rank r and rank r of the next stage
   };
   // One DP rank's scheduler and KV cache, and its part of the step.

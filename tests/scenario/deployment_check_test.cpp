@@ -144,8 +144,10 @@ TEST(DeploymentCheck, PipelineStagesOnADecodingPoolAreRejected) {
 TEST(DeploymentCheck, ADepPrefillPoolSpreadsItsExpertsOverAllItsGpusInOneStage) {
   // DEP8: eight DP attention ranks of one GPU, EP8, builds.
   EXPECT_EQ(build_error({kPrefill + "tp=1", kPrefill + "dp=8", kPrefill + "ep=8"}), "");
-  expect_has(load_error({kPrefill + "tp=1", kPrefill + "dp=8", kPrefill + "ep=1"}),
-             "deployment.pools[1].ep: a prefill instance with DP attention ranks spreads its experts over all its tp x dp = 8 GPUs: ep must be 8");
+  // Or DP8 attention with MoE TP8 (TensorRT-LLM's attention DP): each expert split over the eight.
+  EXPECT_EQ(build_error({kPrefill + "tp=1", kPrefill + "dp=8", kPrefill + "ep=1"}), "");
+  expect_has(load_error({kPrefill + "tp=1", kPrefill + "dp=8", kPrefill + "ep=4"}),
+             "deployment.pools[1].ep: a prefill instance with DP attention ranks spreads its experts over all its tp x dp = 8 GPUs (ep 8) or splits each over them (MoE TP, ep 1)");
   expect_has(load_error({kPrefill + "tp=1", kPrefill + "dp=4", kPrefill + "ep=4", kPrefill + "pp=2"}),
              "deployment.pools[1].pp: a prefill instance with DP attention ranks (dp > 1) runs one pipeline stage");
 }
