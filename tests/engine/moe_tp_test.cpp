@@ -12,6 +12,7 @@
 #include "emu/cluster/emulated_cluster.h"
 #include "emu/rt/virtual_runtime.h"
 #include "engine/worker/normal_worker_group.h"
+#include "tests/engine/decode_step_time.h"
 
 namespace nvl::engine {
 namespace {
@@ -91,11 +92,7 @@ struct Rig {
       }
     }
   }
-  double step_ms(std::int64_t output) const {
-    double sum = 0;
-    for (const auto& [id, t] : finished) sum += (t - first.at(id)).seconds() * 1e3 / static_cast<double>(output - 1);
-    return sum / static_cast<double>(finished.size());
-  }
+  double step_ms(std::int64_t output) const { return test::mean_step_ms(first, finished, output); }
 
   rt::VirtualRuntime rt;
   emu::EmulatedCluster cluster;

@@ -362,16 +362,24 @@ rt::Duration timed_call(Rig& r, hal::CommGroup& g, const std::vector<hal::Collec
   return last - start;
 }
 
+// A bandwidth-bound EP8 all-to-all (64 MiB from every rank to every other) on a healthy rack, its time and
+// the data part of it (what doubling the bytes adds).
+struct HealthyAllToAll {
+  std::vector<hal::CollectiveOp> ops = fabric::uniform_all_to_all(8, 64 << 20, hal::AllToAllRole::plain);
+  rt::Duration healthy, data;
+  HealthyAllToAll() {
+    const auto rack = fabric::make_cluster("gb300-nvl72", 1);
+    healthy = fabric::time_collective(rack, ranks(8), ops);
+    data = fabric::time_collective(rack, ranks(8), fabric::uniform_all_to_all(8, 128 << 20, hal::AllToAllRole::plain)) -
+           healthy;
+  }
+};
+
 }  // namespace
 
 TEST(Collectives, LostNvlinkPortsSlowTheAllToAllTheyCarry) {
-  // 64 MiB from every rank to every other: bandwidth-bound. The time's data part is what doubling the
-  // bytes adds on a healthy rack.
-  const auto rack = fabric::make_cluster("gb300-nvl72", 1);
-  const auto ops = fabric::uniform_all_to_all(8, 64 << 20, hal::AllToAllRole::plain);
-  const rt::Duration healthy = fabric::time_collective(rack, ranks(8), ops);
-  const rt::Duration data =
-      fabric::time_collective(rack, ranks(8), fabric::uniform_all_to_all(8, 128 << 20, hal::AllToAllRole::plain)) - healthy;
+  const HealthyAllToAll a2a;
+  const auto& [ops, healthy, data] = a2a;
   for (const bool fast : {true, false}) {
     Rig r("gb300-nvl72", 1, fast);
     auto g = r.coll.create_group("ep8", ranks(8));
@@ -390,11 +398,8 @@ TEST(Collectives, LostNvlinkPortsSlowTheAllToAllTheyCarry) {
 }
 
 TEST(Collectives, ADegradedNvlinkPortSlowsTheAllToAllByItsShare) {
-  const auto rack = fabric::make_cluster("gb300-nvl72", 1);
-  const auto ops = fabric::uniform_all_to_all(8, 64 << 20, hal::AllToAllRole::plain);
-  const rt::Duration healthy = fabric::time_collective(rack, ranks(8), ops);
-  const rt::Duration data =
-      fabric::time_collective(rack, ranks(8), fabric::uniform_all_to_all(8, 128 << 20, hal::AllToAllRole::plain)) - healthy;
+  const HealthyAllToAll a2a;
+  const auto& [ops, healthy, data] = a2a;
   for (const bool fast : {true, false}) {
     Rig r("gb300-nvl72", 1, fast);
     auto g = r.coll.create_group("ep8", ranks(8));
