@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <utility>
 
 namespace nvl::emu {
 
@@ -39,12 +40,44 @@ Distribution distribution(const std::vector<double>& values) {
   return d;
 }
 
-BenchmarkMetrics benchmark_metrics(std::span<const BenchmarkSample> samples, std::uint64_t gpus) {
+Distribution distribution(const ItlCounts& unordered) {
+  Distribution d;
+  std::vector<std::pair<double, std::uint64_t>> counts(unordered.begin(), unordered.end());
+  std::sort(counts.begin(), counts.end());
+  double sum = 0;
+  for (const auto& [value, n] : counts) {
+    d.count += n;
+    sum += value * static_cast<double>(n);
+  }
+  if (d.count == 0) return d;
+  d.mean = sum / static_cast<double>(d.count);
+  // The order statistic at rank k (0-based) of the values repeated.
+  const auto at = [&](std::uint64_t k) {
+    std::uint64_t seen = 0;
+    for (const auto& [value, n] : counts) {
+      seen += n;
+      if (k < seen) return value;
+    }
+    return counts.back().first;
+  };
+  const auto percentile_of = [&](double p) {
+    const double rank = p / 100.0 * static_cast<double>(d.count - 1);
+    const auto lo = static_cast<std::uint64_t>(std::floor(rank));
+    const double low = at(lo), high = at(std::min(lo + 1, d.count - 1));
+    return low + (rank - static_cast<double>(lo)) * (high - low);
+  };
+  d.median = percentile_of(kMedian);
+  d.p90 = percentile_of(kP90);
+  d.p99 = percentile_of(kP99);
+  return d;
+}
+
+BenchmarkMetrics benchmark_metrics(std::span<const BenchmarkSample> samples, const ItlCounts& itl_ms, std::uint64_t gpus) {
   BenchmarkMetrics m;
   if (samples.empty()) return m;
   rt::Time first_sent = samples.front().sent;
   rt::Time last_over = samples.front().over;
-  std::vector<double> ttft, tpot, itl, e2e;
+  std::vector<double> ttft, tpot, e2e;
   double per_user_sum = 0;
   std::uint64_t per_user_count = 0;
   for (const BenchmarkSample& s : samples) {
@@ -59,7 +92,6 @@ BenchmarkMetrics benchmark_metrics(std::span<const BenchmarkSample> samples, std
     m.output_tokens += static_cast<std::uint64_t>(s.output_tokens);
     ttft.push_back(ms(*s.first_token - s.sent));
     e2e.push_back(ms(*s.finished - s.sent));
-    itl.insert(itl.end(), s.itl_ms.begin(), s.itl_ms.end());
     const rt::Duration decode = *s.finished - *s.first_token;
     if (s.output_tokens > 1) {
       tpot.push_back(ms(decode) / static_cast<double>(s.output_tokens - 1));
@@ -72,7 +104,7 @@ BenchmarkMetrics benchmark_metrics(std::span<const BenchmarkSample> samples, std
   m.duration_s = (last_over - first_sent).seconds();
   m.ttft_ms = distribution(ttft);
   m.tpot_ms = distribution(tpot);
-  m.itl_ms = distribution(itl);
+  m.itl_ms = distribution(itl_ms);
   m.e2e_ms = distribution(e2e);
   if (m.duration_s > 0) {
     m.request_throughput_per_s = static_cast<double>(m.completed) / m.duration_s;

@@ -10,6 +10,7 @@
 // Mean, median and percentiles as numpy computes them (linear interpolation between order statistics).
 #include <cstdint>
 #include <optional>
+#include <unordered_map>
 #include <span>
 #include <vector>
 
@@ -27,8 +28,11 @@ struct BenchmarkSample {
   std::optional<rt::Time> finished;  // unset: the request failed
   std::int64_t input_tokens = 0;
   std::int64_t output_tokens = 0;
-  std::vector<double> itl_ms;  // one per output token after the first
 };
+
+// Inter-token latencies of the completed requests, each value with how often it occurred: the requests of
+// one lockstep step share their gap, so a run's millions of gaps hold few distinct values.
+using ItlCounts = std::unordered_map<double, std::uint64_t>;
 
 struct Distribution {
   std::uint64_t count = 0;
@@ -54,8 +58,10 @@ struct BenchmarkMetrics {
 // numpy.percentile(values, p) with its default (linear) interpolation; p in [0, 100]. 0 without values.
 double percentile(std::vector<double> values, double p);
 Distribution distribution(const std::vector<double>& values);
+// The same figures of values given with their counts (numpy's over the values repeated).
+Distribution distribution(const ItlCounts& counts);
 
-BenchmarkMetrics benchmark_metrics(std::span<const BenchmarkSample> samples, std::uint64_t gpus);
+BenchmarkMetrics benchmark_metrics(std::span<const BenchmarkSample> samples, const ItlCounts& itl_ms, std::uint64_t gpus);
 nlohmann::json to_json(const BenchmarkMetrics& m);
 
 }  // namespace nvl::emu

@@ -37,7 +37,7 @@ void BenchmarkRecorder::on_done(const engine::RequestTiming& t, rt::Time now) {
   if (t.failure.empty()) {
     s.first_token = t.first_token;
     s.finished = t.finished;
-    s.itl_ms = std::move(it->second.itl_ms);
+    for (const double gap : it->second.itl_ms) ++itl_ms_[gap];
   }
   samples_.push_back(std::move(s));
   open_.erase(it);

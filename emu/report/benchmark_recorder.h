@@ -19,6 +19,7 @@ class BenchmarkRecorder {
   void on_done(const engine::RequestTiming& t, rt::Time now);
 
   const std::vector<BenchmarkSample>& samples() const { return samples_; }
+  const ItlCounts& itl_ms() const { return itl_ms_; }
   std::uint64_t warmup_requests() const { return warmup_; }
 
  private:
@@ -29,6 +30,7 @@ class BenchmarkRecorder {
   };
   std::unordered_map<engine::RequestId, Open> open_;
   std::vector<BenchmarkSample> samples_;
+  ItlCounts itl_ms_;  // of the completed requests
   std::uint64_t warmup_ = 0;
 };
 

@@ -342,7 +342,7 @@ RunReport run_once(const Scenario& sc, const RunControls& controls, std::vector<
   r.ttft = summarize(std::move(ttft));
   r.tpot = summarize(std::move(tpot));
   r.e2e = summarize(std::move(e2e));
-  r.benchmark = benchmark_metrics(bench.samples(), r.gpus);
+  r.benchmark = benchmark_metrics(bench.samples(), bench.itl_ms(), r.gpus);
   r.benchmark.warmup_requests = bench.warmup_requests();
   r.benchmark.concurrency = sc.workload.concurrency;
   r.kv_transfer_bytes = system.transfer_bytes();

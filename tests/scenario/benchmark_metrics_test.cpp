@@ -55,11 +55,25 @@ TEST(BenchmarkMetrics, NumpyPercentilesInterpolateLinearly) {
   EXPECT_DOUBLE_EQ(percentile({}, 50), 0);
 }
 
+TEST(BenchmarkMetrics, CountedValuesGiveNumpysFiguresOfTheValuesRepeated) {
+  // 10 x 3, 20 x 1, 30 x 2: sorted 10 10 10 20 30 30; median between ranks 2 and 3 (10 and 20) = 15;
+  // p90 at rank 4.5 between 30 and 30; mean 110 / 6.
+  const Distribution d = distribution(ItlCounts{{10, 3}, {20, 1}, {30, 2}});
+  EXPECT_EQ(d.count, 6u);
+  EXPECT_DOUBLE_EQ(d.mean, 110.0 / 6);
+  EXPECT_DOUBLE_EQ(d.median, 15);
+  EXPECT_DOUBLE_EQ(d.p90, 30);
+  const Distribution same = distribution(std::vector<double>{30, 10, 20, 10, 30, 10});
+  EXPECT_DOUBLE_EQ(same.median, d.median);
+  EXPECT_DOUBLE_EQ(same.p99, d.p99);
+  EXPECT_EQ(distribution(ItlCounts{}).count, 0u);
+}
+
 TEST(BenchmarkMetrics, TheHandComputedCase) {
   const BenchmarkRecorder rec = hand_made_run();
   EXPECT_EQ(rec.warmup_requests(), 1u);
   ASSERT_EQ(rec.samples().size(), 3u);
-  const BenchmarkMetrics m = benchmark_metrics(rec.samples(), 4);
+  const BenchmarkMetrics m = benchmark_metrics(rec.samples(), rec.itl_ms(), 4);
   EXPECT_EQ(m.completed, 2u);
   EXPECT_EQ(m.failed, 1u);
   // First send 0 ms to the last request over (C's failure) at 400 ms.
@@ -93,7 +107,7 @@ TEST(BenchmarkMetrics, AOneTokenRequestHasNoTpot) {
   s.sent = at_ms(0);
   s.first_token = s.finished = s.over = at_ms(30);
   s.output_tokens = 1;
-  const BenchmarkMetrics m = benchmark_metrics(std::vector<BenchmarkSample>{s}, 1);
+  const BenchmarkMetrics m = benchmark_metrics(std::vector<BenchmarkSample>{s}, {}, 1);
   EXPECT_EQ(m.tpot_ms.count, 0u);
   EXPECT_EQ(m.ttft_ms.count, 1u);
   EXPECT_DOUBLE_EQ(m.output_tokens_per_s_per_user, 0);
