@@ -45,7 +45,6 @@ DecodeInstanceProcess::DecodeInstanceProcess(rt::Runtime& rt, const ModelProfile
     dir_.ranks.push_back(RankSlot{.instance = index,
                                   .local = l,
                                   .local_prefill = d.local_prefill,
-                                  .device = gpu.id(),
                                   .gpus = group_->devices_of(l),
                                   .address = hal::Address{gpu.info().host, kRankPortBase + static_cast<std::uint32_t>(gpu.id())}});
     control_.listen(address(r), [this, r](const proto::ControlMessage& m) { on_message(r, m); });
@@ -195,7 +194,7 @@ void DecodeInstanceProcess::receive(std::int32_t rank, std::size_t instance, Req
   // The prefill instance attends over that prefix too: the rank writes it to the instance (one-sided
   // RDMA) instead of the instance recomputing it.
   hal::RdmaOp op;
-  op.local = regions_.of(dir_.rank(rank).device, false);
+  op.local = regions_.of(dir_.rank(rank).gpus.front(), false);
   op.remote = prefill.region(id);
   op.bytes = static_cast<std::uint64_t>(held) * dir_.kv_bytes_per_token;
   op.path = hal::RdmaPath::scale_out;

@@ -22,13 +22,12 @@ class DecodeInstanceProcess;
 class PrefillInstanceProcess;
 class LoadReporter;
 
-// A global DP rank: its decoding instance, its rank inside it, its first GPU and all of them (attention
-// TP: each holds its share of the rank's KV), and where it listens.
+// A global DP rank: its decoding instance, its rank inside it, its GPUs (attention TP: each holds its
+// share of the rank's KV; the first also hosts its process), and where it listens.
 struct RankSlot {
   std::size_t instance = 0;
   std::int32_t local = 0;
   LocalPrefill local_prefill = LocalPrefill::below_threshold;
-  hal::DeviceId device = 0;
   std::vector<hal::DeviceId> gpus;
   hal::Address address;
 };

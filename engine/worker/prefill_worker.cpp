@@ -34,10 +34,6 @@ std::int64_t checked_tp(const ModelProfile& model, std::size_t gpus, const Prefi
   return tp;
 }
 
-// The tokens TP rank t of a DP rank dispatches to the experts: its contiguous 1/tp of the rank's n (the
-// batch is TP-replicated, so no token is sent twice).
-std::int64_t tp_slice(std::int64_t n, std::int64_t t, std::int64_t tp) { return n * (t + 1) / tp - n * t / tp; }
-
 }  // namespace
 
 PrefillWorker::PrefillWorker(rt::Runtime& rt, const ModelProfile& model, std::vector<hal::Device*> devices,
