@@ -31,6 +31,7 @@ FabricCommGroup::FabricCommGroup(Fabric& fabric, CollectivePricer& pricer, std::
       members_(std::move(members)),
       fast_path_(fast_path),
       next_call_(members_.size(), 0),
+      next_repeat_(members_.size(), 0),
       down_(members_.size(), hal::Xid::none) {
   if (members_.empty()) throw std::invalid_argument("comm group '" + name_ + "' has no members");
   for (hal::DeviceId d : members_) {
@@ -78,6 +79,62 @@ void FabricCommGroup::arrive(int rank, hal::SharedCollectiveOp op, hal::Collecti
     c.arrived = 0;
     spare_calls_.push_back(std::move(c));
   }
+}
+
+void FabricCommGroup::repeat(int rank, hal::SharedCollectiveOp op, std::size_t times, rt::Duration span,
+                             hal::CollectiveDone done) {
+  const int n = static_cast<int>(members_.size());
+  if (!op || rank < 0 || rank >= n) {
+    throw std::out_of_range("comm group '" + name_ + "': repeat by rank " + std::to_string(rank) + " of " +
+                            std::to_string(n) + (op ? "" : " without an op"));
+  }
+  if (first_down_ >= 0) {
+    arrive(rank, std::move(op), std::move(done));  // fails it as the communicator is aborted
+    return;
+  }
+  const std::uint64_t k = next_repeat_[static_cast<std::size_t>(rank)]++;
+  while (repeats_.size() <= k - first_repeat_) {
+    repeats_.emplace_back();
+    repeats_.back().ops.resize(static_cast<std::size_t>(n));
+    repeats_.back().done.resize(static_cast<std::size_t>(n));
+    repeats_.back().end.resize(static_cast<std::size_t>(n));
+  }
+  Repeat& r = repeats_[static_cast<std::size_t>(k - first_repeat_)];
+  const auto ur = static_cast<std::size_t>(rank);
+  r.ops[ur] = std::move(op);
+  r.done[ur] = std::move(done);
+  r.end[ur] = fabric_.runtime().now() + span;
+  r.times = times;
+  ++r.arrived;
+  while (!repeats_.empty() && repeats_.front().arrived == n) {
+    Repeat front = std::move(repeats_.front());
+    repeats_.pop_front();
+    ++first_repeat_;
+    start_repeat(front);
+  }
+}
+
+void FabricCommGroup::start_repeat(Repeat& r) {
+  ++stats_.repeats;
+  Cache::value_type* entry = entry_for(r.ops, r.done, false);
+  if (entry == nullptr) return;
+  const rt::Time now = fabric_.runtime().now();
+  std::vector<rt::Duration> finish;
+  std::vector<int> finish_end, by_finish(r.end.size());
+  std::iota(by_finish.begin(), by_finish.end(), 0);
+  std::stable_sort(by_finish.begin(), by_finish.end(),
+                   [&](int a, int b) { return r.end[static_cast<std::size_t>(a)] < r.end[static_cast<std::size_t>(b)]; });
+  for (std::size_t i = 0; i < by_finish.size(); ++i) {
+    const rt::Duration t = std::max(rt::Duration(), r.end[static_cast<std::size_t>(by_finish[i])] - now);
+    if (finish.empty() || finish.back() != t) {
+      finish.push_back(t);
+      finish_end.push_back(static_cast<int>(i));
+    }
+    ++finish_end.back();
+  }
+  const Cached& c = entry->second;
+  run_held(Fabric::HeldTraffic{c.channels, c.channel_bytes, c.channel_flows, static_cast<double>(r.times)}, finish, finish_end,
+           by_finish, r.done, r.ops.front()->name);
 }
 
 std::optional<std::string> FabricCommGroup::disagreement(const Ops& ops) const {
@@ -278,6 +335,11 @@ void FabricCommGroup::member_failed(hal::DeviceId device, hal::Xid cause) {
   for (auto& [id, abort] : running) abort(e);
   for (auto& call : calls_) fail_call(call.done, e);
   calls_.clear();
+  for (auto& r : repeats_) fail_call(r.done, e);
+  repeats_.clear();
+  const std::uint64_t next_repeat = *std::max_element(next_repeat_.begin(), next_repeat_.end());
+  std::fill(next_repeat_.begin(), next_repeat_.end(), next_repeat);
+  first_repeat_ = next_repeat;
   // Every member starts the next call afresh, whatever it had reached.
   const std::uint64_t next = *std::max_element(next_call_.begin(), next_call_.end());
   std::fill(next_call_.begin(), next_call_.end(), next);
@@ -289,55 +351,88 @@ void FabricCommGroup::start(Call& call) {
   run_call(call.ops, call.done);
 }
 
-void FabricCommGroup::run_call(const Ops& ops, std::vector<hal::CollectiveDone>& done) {
+FabricCommGroup::Cache::value_type* FabricCommGroup::entry_for(const Ops& ops, std::vector<hal::CollectiveDone>& done,
+                                                              bool idle_only) {
   const std::string& name = ops.front()->name;
   std::optional<std::size_t> hash;  // the signature's, once computed
-  Cache::value_type* entry = fast_path_ ? same_objects_entry(ops) : nullptr;
+  Cache::value_type* entry = same_objects_entry(ops);
   if (entry == nullptr) {
     if (auto why = disagreement(ops)) {
       fail_call(done, hal::HalError(-1, op_name(name), hal::Xid::none, *why));
-      return;
+      return nullptr;
     }
-    if (fast_path_) entry = find_entry(ops, hash);
+    entry = find_entry(ops, hash);
   }
-  if (entry != nullptr && fast_ok(*entry->second.channels)) {
+  if (entry != nullptr && (!idle_only || fast_ok(*entry->second.channels))) {
     used(*entry);
-    finish_fast(entry->second, done, name);
-    return;
+    return entry;
   }
   try {
     plan_collective(fabric_, members_, ops, plan_);
   } catch (const hal::HalError& e) {
     fail_call(done, hal::HalError(e.device(), op_name(name), e.cause(), e.what()));
-    return;
+    return nullptr;
   }
+  auto c = price_plan(plan_, idle_only);
+  if (!c) return nullptr;
+  ++stats_.priced;
+  c->ops = ops;
+  // Bounded: decode steps keep meeting new token counts, and an EP all-to-all's key alone is 32 KB.
+  // A dropped entry is only priced again (same answer), so clearing changes no result.
+  if (cache_.size() >= kMaxCachedSignatures) {
+    cache_.clear();
+    recent_ = {};
+  }
+  if (!hash) hash = signature_hash(ops);
+  const auto it = cache_.insert_or_assign(SignatureKey(ops, *hash), std::move(*c)).first;
+  used(*it);
+  return &*it;
+}
+
+void FabricCommGroup::run_call(const Ops& ops, std::vector<hal::CollectiveDone>& done) {
+  const std::string& name = ops.front()->name;
   if (fast_path_) {
-    if (auto c = price_on_idle_links(plan_)) {
-      ++stats_.priced;
-      c->ops = ops;
-      // Bounded: decode steps keep meeting new token counts, and an EP all-to-all's key alone is 32 KB.
-      // A dropped entry is only priced again (same answer), so clearing changes no result.
-      if (cache_.size() >= kMaxCachedSignatures) {
-        cache_.clear();
-        recent_ = {};
-      }
-      if (!hash) hash = signature_hash(ops);
-      const auto it = cache_.insert_or_assign(SignatureKey(ops, *hash), std::move(*c)).first;
-      used(*it);
-      finish_fast(it->second, done, name);
+    const std::size_t failed = stats_.failed;
+    if (Cache::value_type* entry = entry_for(ops, done, true)) {
+      const Cached& c = entry->second;
+      ++stats_.fast;
+      run_held(Fabric::HeldTraffic{c.channels, c.channel_bytes, c.channel_flows, 1.0}, c.finish, c.finish_end, c.by_finish, done, name);
+      return;
+    }
+    if (stats_.failed != failed) return;
+    // plan_ holds the call's plan: its links are busy or degraded.
+  } else {
+    if (auto why = disagreement(ops)) {
+      fail_call(done, hal::HalError(-1, op_name(name), hal::Xid::none, *why));
+      return;
+    }
+    try {
+      plan_collective(fabric_, members_, ops, plan_);
+    } catch (const hal::HalError& e) {
+      fail_call(done, hal::HalError(e.device(), op_name(name), e.cause(), e.what()));
       return;
     }
   }
   run_exact(std::move(plan_), std::move(done), op_name(name));
 }
 
-std::optional<FabricCommGroup::Cached> FabricCommGroup::price_on_idle_links(const CollectivePlan& plan) {
+std::optional<FabricCommGroup::Cached> FabricCommGroup::price_plan(const CollectivePlan& plan, bool idle_only) {
   const std::vector<int>& channels = pricer_.load(plan, fabric_);
-  if (!fast_ok(channels)) return std::nullopt;
+  if (idle_only && !fast_ok(channels)) return std::nullopt;
   Cached c;
   c.channels = std::make_shared<const std::vector<int>>(channels);
   std::vector<rt::Duration> done;
-  pricer_.price(static_cast<int>(members_.size()), done, c.channel_bytes);
+  std::vector<double> bytes;
+  pricer_.price(static_cast<int>(members_.size()), done, bytes);
+  c.channel_bytes = std::make_shared<const std::vector<double>>(std::move(bytes));
+  const std::vector<int>& held = *c.channels;
+  std::vector<int> flows(held.size(), 0);
+  for (const PlannedFlow& f : plan.flows) {
+    for (int ch : plan.route(f)) {
+      ++flows[static_cast<std::size_t>(std::lower_bound(held.begin(), held.end(), ch) - held.begin())];
+    }
+  }
+  c.channel_flows = std::make_shared<const std::vector<int>>(std::move(flows));
   c.by_finish.resize(done.size());
   std::iota(c.by_finish.begin(), c.by_finish.end(), 0);
   std::stable_sort(c.by_finish.begin(), c.by_finish.end(),
@@ -353,9 +448,9 @@ std::optional<FabricCommGroup::Cached> FabricCommGroup::price_on_idle_links(cons
   return c;
 }
 
-void FabricCommGroup::finish_fast(const Cached& c, std::vector<hal::CollectiveDone>& done, const std::string& op) {
-  ++stats_.fast;
-  for (std::size_t i = 0; i < c.channels->size(); ++i) fabric_.add_held_bytes((*c.channels)[i], c.channel_bytes[i]);
+void FabricCommGroup::run_held(const Fabric::HeldTraffic& traffic, const std::vector<rt::Duration>& finish,
+                               const std::vector<int>& finish_end, const std::vector<int>& by_finish,
+                               std::vector<hal::CollectiveDone>& done, const std::string& op) {
   rt::Runtime& rt = fabric_.runtime();
   const rt::Time now = rt.now();
   std::uint32_t slot = 0;
@@ -369,17 +464,33 @@ void FabricCommGroup::finish_fast(const Cached& c, std::vector<hal::CollectiveDo
   FastRun& run = fast_runs_[slot];
   run.done.swap(done);
   run.timers.clear();
-  run.finish_end = c.finish_end;
-  run.by_finish = c.by_finish;
+  run.finish_end = finish_end;
+  run.by_finish = by_finish;
   run.op = op;
-  run.pending = c.finish.size();
+  run.groups = finish.size();
+  run.pending = finish.size();
   run.id = track([this, slot](const hal::HalError& e) { fast_aborted(slot, e); });
-  for (std::uint32_t g = 0; g < c.finish.size(); ++g) {
-    run.timers.push_back(rt.call_at(now + c.finish[g], [this, slot, g] { fast_members_done(slot, g); }));
+  for (std::uint32_t g = 0; g < finish.size(); ++g) {
+    run.timers.push_back(rt.call_at(now + finish[g], [this, slot, g] { fast_members_done(slot, g); }));
   }
-  // A link lost under the collective fails the members not yet done, naming it.
-  run.hold = fabric_.hold(c.channels, now + c.finish.back(),
-                          [this, slot](int channel) { fast_link_lost(slot, channel); });
+  // A link lost under the traffic fails the members not yet done, naming it. The hold may be slowed at
+  // once (a flow is on its links), so the run must be complete before it is taken.
+  run.hold = 0;
+  const std::uint64_t hold = fabric_.hold(traffic, now + finish.back(),
+                                          Fabric::HoldEvents{[this, slot](int channel) { fast_link_lost(slot, channel); },
+                                                             [this, slot] { fast_slowed(slot); },
+                                                             [this, slot] {
+                                                               FastRun& r = fast_runs_[slot];
+                                                               while (r.pending > 0) {
+                                                                 fast_members_done(slot, static_cast<std::uint32_t>(r.groups - r.pending));
+                                                               }
+                                                             }});
+  fast_runs_[slot].hold = hold;
+}
+
+void FabricCommGroup::fast_slowed(std::uint32_t slot) {
+  ++stats_.slowed;
+  for (auto& t : fast_runs_[slot].timers) t.cancel();
 }
 
 void FabricCommGroup::fast_members_done(std::uint32_t slot, std::uint32_t group) {
@@ -456,7 +567,7 @@ void FabricCommGroup::run_exact(CollectivePlan plan, std::vector<hal::Collective
       const int src = f.src_rank;
       const int dst = f.dst_rank;
       const auto route = plan.route(f);
-      fabric_.flows().start(std::vector<int>(route.begin(), route.end()), f.wire_bytes, f.latency,
+      fabric_.start_flow(std::vector<int>(route.begin(), route.end()), f.wire_bytes, f.latency,
                             [this, run, src, dst, complete](int failed) {
                               if (failed != FlowModel::kNoFailure) {
                                 if (run->failed) return;

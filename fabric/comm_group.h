@@ -27,6 +27,8 @@ struct CommGroupStats {
   std::uint64_t fast = 0;         // priced on the fast path
   std::uint64_t priced = 0;       // fast-path cache misses (a new signature)
   std::uint64_t exact = 0;        // run as live flows
+  std::uint64_t repeats = 0;      // fast-forwarded runs of repeated calls
+  std::uint64_t slowed = 0;       // fast-path calls and repeats slowed by other traffic on their links
   std::uint64_t failed = 0;
 };
 
@@ -39,6 +41,10 @@ class FabricCommGroup final : public hal::CommGroup {
   const std::vector<hal::DeviceId>& members() const override { return members_; }
   // rank out of range is std::out_of_range; a call whose members disagree fails for every member.
   void arrive(int rank, hal::SharedCollectiveOp op, hal::CollectiveDone done) override;
+  // The repeated calls are held on their links as priced traffic (Fabric::hold): `times` calls' bytes
+  // over the span from the last member's arrival to the latest member's end.
+  void repeat(int rank, hal::SharedCollectiveOp op, std::size_t times, rt::Duration span,
+              hal::CollectiveDone done) override;
 
   const CommGroupStats& stats() const { return stats_; }
   // The member on `device` failed with `cause`: the group is aborted. No-op for a device outside it.
@@ -52,9 +58,17 @@ class FabricCommGroup final : public hal::CommGroup {
     std::vector<hal::CollectiveDone> done;
     int arrived = 0;
   };
+  struct Repeat {
+    Ops ops;
+    std::vector<hal::CollectiveDone> done;
+    std::vector<rt::Time> end;  // per member: when its repeated calls end on idle links
+    std::size_t times = 0;
+    int arrived = 0;
+  };
   struct Cached {
     std::shared_ptr<const std::vector<int>> channels;  // every channel the plan uses, once, ascending
-    std::vector<double> channel_bytes;  // wire bytes on each of `channels` (for link utilisation)
+    std::shared_ptr<const std::vector<double>> channel_bytes;  // wire bytes on each of `channels`
+    std::shared_ptr<const std::vector<int>> channel_flows;     // the plan's flows crossing each
     // The members by completion time (from the start), earliest first; members finishing together share
     // one event (a symmetric collective has one).
     std::vector<rt::Duration> finish;  // the distinct times
@@ -64,15 +78,18 @@ class FabricCommGroup final : public hal::CommGroup {
     // (they are immutable, and kept alive here so their addresses cannot be reused).
     Ops ops;
   };
-  // A call priced on the fast path, from its start until its last member is done. Kept in fast_runs_ and
-  // reused by later calls (its buffers with it); its timers and hold name it by its slot there.
+  // Traffic held on the fast path (a priced call, or repeated calls), from its start until its last
+  // member is done. Kept in fast_runs_ and reused (its buffers with it); its timers and hold name it by
+  // its slot there. Members are done at their finish times, or, once other traffic slowed it, all at
+  // once when the held traffic has drained.
   struct FastRun {
     std::vector<hal::CollectiveDone> done;
     std::vector<rt::TimerHandle> timers;
     std::vector<int> finish_end, by_finish;  // the cache entry's: a later miss may drop the entry
     std::string op;                          // the op's name, for the error if a link is lost under it
     std::uint64_t hold = 0;
-    std::size_t pending = 0;  // finish times still to come
+    std::size_t groups = 0;   // finish times
+    std::size_t pending = 0;  // finish times still to come (the last `pending` groups)
     std::uint64_t id = 0;
   };
 
@@ -80,11 +97,16 @@ class FabricCommGroup final : public hal::CommGroup {
   void run_call(const Ops& ops, std::vector<hal::CollectiveDone>& done);
   std::optional<std::string> disagreement(const Ops& ops) const;
   static std::size_t signature_hash(const Ops& ops);
-  // The plan priced on the fast path; nothing when a channel it uses is degraded or busy.
-  std::optional<Cached> price_on_idle_links(const CollectivePlan& plan);
+  // The plan priced offline; nothing when a channel it uses is degraded or busy and `idle_only`.
+  std::optional<Cached> price_plan(const CollectivePlan& plan, bool idle_only);
+  void start_repeat(Repeat& r);
   bool fast_ok(const std::vector<int>& channels) const;
-  // Takes the call's callbacks (leaving it the run's emptied buffer).
-  void finish_fast(const Cached& c, std::vector<hal::CollectiveDone>& done, const std::string& op);
+  // Holds `traffic` and finishes the members at now + finish[g] (groups as in Cached). Takes the
+  // callbacks (leaving `done` the run's emptied buffer).
+  void run_held(const Fabric::HeldTraffic& traffic, const std::vector<rt::Duration>& finish,
+                const std::vector<int>& finish_end, const std::vector<int>& by_finish,
+                std::vector<hal::CollectiveDone>& done, const std::string& op);
+  void fast_slowed(std::uint32_t slot);
   void fast_members_done(std::uint32_t slot, std::uint32_t group);
   void fast_link_lost(std::uint32_t slot, int channel);
   void fast_aborted(std::uint32_t slot, const hal::HalError& e);
@@ -110,6 +132,9 @@ class FabricCommGroup final : public hal::CommGroup {
   std::vector<Call> spare_calls_;             // calls started, kept for their buffers
   std::uint64_t first_call_ = 0;              // call number of calls_.front()
   std::vector<std::uint64_t> next_call_;      // per member
+  std::deque<Repeat> repeats_;
+  std::uint64_t first_repeat_ = 0;            // repeat number of repeats_.front()
+  std::vector<std::uint64_t> next_repeat_;    // per member
   std::deque<FastRun> fast_runs_;             // a deque: a run's callbacks may start another run
   std::vector<std::uint32_t> free_fast_runs_;  // slots of fast_runs_ not in flight
   CollectivePlan plan_;                       // the last plan made, kept for its buffers
@@ -150,6 +175,9 @@ class FabricCommGroup final : public hal::CommGroup {
   // was needed.
   Cache::value_type* find_entry(const Ops& ops, std::optional<std::size_t>& hash);
   void used(Cache::value_type& entry);
+  // The entry for a call's parts: found, or planned and priced (null when the call cannot run, having
+  // failed it, or when `idle_only` and its links are busy or degraded, leaving plan_ its plan).
+  Cache::value_type* entry_for(const Ops& ops, std::vector<hal::CollectiveDone>& done, bool idle_only);
   CommGroupStats stats_;
   std::vector<hal::Xid> down_;  // per member: why it failed, Xid::none while it has not
   int first_down_ = -1;         // the first member that is down, or -1 (checked on every arrival)

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <utility>
 
 namespace nvl::fabric {
 
@@ -183,7 +184,7 @@ void Fabric::transfer(const Endpoint& src, const Endpoint& dst, std::uint64_t by
   };
   const double wire = static_cast<double>(bytes) / efficiency;
   rt_.call_after(overhead, [this, r = std::move(r), wire, finish = std::move(finish)]() mutable {
-    flows_.start(std::move(r.channels), wire, r.latency, std::move(finish));
+    start_flow(std::move(r.channels), wire, r.latency, std::move(finish));
   });
 }
 
@@ -193,20 +194,97 @@ bool Fabric::idle(int channel, rt::Time at) const {
   return flows_.flows_on(channel) == 0 && reserved_until_[static_cast<std::size_t>(channel)] <= at.ns();
 }
 
-std::uint64_t Fabric::hold(std::shared_ptr<const std::vector<int>> channels, rt::Time until, HoldLost lost) {
-  for (int c : *channels) {
-    auto& r = reserved_until_[static_cast<std::size_t>(c)];
-    r = std::max(r, until.ns());
+std::uint64_t Fabric::hold(HeldTraffic traffic, rt::Time until, HoldEvents events) {
+  const std::vector<int>& channels = *traffic.channels;
+  for (std::size_t i = 0; i < channels.size(); ++i) {
+    const auto c = static_cast<std::size_t>(channels[i]);
+    reserved_until_[c] = std::max(reserved_until_[c], until.ns());
+    held_bytes_[c] += (*traffic.bytes)[i] * traffic.scale;
   }
   const std::uint64_t id = next_hold_++;
-  holds_.push_back(Hold{id, std::move(channels), std::move(lost)});
+  holds_.push_back(Hold{id, std::move(traffic), std::move(events), rt_.now().ns(), until.ns(), {}, 0, false, {}});
+  Hold& h = holds_.back();
+  bool shared = false;
+  for (std::size_t i = 0; i < channels.size(); ++i) {
+    if (flows_.flows_on(channels[i]) > 0) shared = to_flow(h, i) || shared;
+  }
+  h.slowed = shared;
+  if (shared && h.events.slowed) {
+    auto slowed = h.events.slowed;
+    slowed();
+  }
   return id;
 }
 
 void Fabric::release(std::uint64_t hold_id) {
   const auto it = std::lower_bound(holds_.begin(), holds_.end(), hold_id,
                                    [](const Hold& h, std::uint64_t id) { return h.id < id; });
-  if (it != holds_.end() && it->id == hold_id) holds_.erase(it);
+  if (it == holds_.end() || it->id != hold_id) return;
+  it->drain_timer.cancel();
+  holds_.erase(it);
+}
+
+Fabric::Hold* Fabric::find_hold(std::uint64_t id) {
+  const auto it = std::lower_bound(holds_.begin(), holds_.end(), id, [](const Hold& h, std::uint64_t i) { return h.id < i; });
+  return it != holds_.end() && it->id == id ? &*it : nullptr;
+}
+
+bool Fabric::to_flow(Hold& h, std::size_t i) {
+  if (h.flowing.empty()) h.flowing.assign(h.traffic.channels->size(), 0);
+  if (h.flowing[i]) return false;
+  h.flowing[i] = 1;
+  const std::int64_t now = rt_.now().ns();
+  const double span_s = static_cast<double>(h.until_ns - h.start_ns) * 1e-9;
+  const double total = (*h.traffic.bytes)[i] * h.traffic.scale;
+  // Held traffic runs at an even rate: what is left is the share of the span still to come.
+  const double rest = span_s > 0 ? total * static_cast<double>(std::max<std::int64_t>(0, h.until_ns - now)) * 1e-9 / span_s : 0;
+  if (rest <= 0) return false;
+  const int c = (*h.traffic.channels)[i];
+  held_bytes_[static_cast<std::size_t>(c)] -= rest;  // the flows carry it from now
+  h.drain_timer.cancel();
+  const int k = std::max(1, (*h.traffic.flows)[i]);
+  h.in_flight += k;
+  const std::uint64_t id = h.id;
+  for (int f = 0; f < k; ++f) {
+    flows_.start({c}, rest / k, rt::Duration(), [this, id](int) {
+      // A flow failed by a channel losing its capacity: the hold hears of it as lost (or is gone already).
+      if (Hold* held = find_hold(id)) {
+        --held->in_flight;
+        maybe_drained(id);
+      }
+    }, total / span_s / k);
+  }
+  return true;
+}
+
+void Fabric::maybe_drained(std::uint64_t id) {
+  Hold* h = find_hold(id);
+  if (h == nullptr || h->in_flight > 0) return;
+  const std::int64_t now = rt_.now().ns();
+  if (now < h->until_ns) {
+    h->drain_timer = rt_.call_at(rt::Time::from_ns(h->until_ns), [this, id] { maybe_drained(id); });
+    return;
+  }
+  if (auto drained = h->events.drained) drained();
+}
+
+void Fabric::share_held(int channel) {
+  if (reserved_until_[static_cast<std::size_t>(channel)] <= rt_.now().ns()) return;
+  std::vector<std::function<void()>> slowed;
+  for (Hold& h : holds_) {
+    const auto& chs = *h.traffic.channels;
+    const auto it = std::lower_bound(chs.begin(), chs.end(), channel);
+    if (it == chs.end() || *it != channel) continue;
+    if (to_flow(h, static_cast<std::size_t>(it - chs.begin())) && !std::exchange(h.slowed, true) && h.events.slowed) {
+      slowed.push_back(h.events.slowed);
+    }
+  }
+  for (auto& s : slowed) s();
+}
+
+void Fabric::start_flow(std::vector<int> path, double bytes, rt::Duration latency, FlowModel::Done done) {
+  for (int c : path) share_held(c);
+  flows_.start(std::move(path), bytes, latency, std::move(done));
 }
 
 std::string Fabric::describe_down(int channel) const {

@@ -80,19 +80,37 @@ class Fabric {
   // collective priced on the fast path.
   bool healthy(int channel) const;
   bool idle(int channel, rt::Time at) const;
-  // A collective priced analytically holds these channels (ascending) until `until`; if one of them loses
-  // all its capacity before release(), `lost` runs with that channel (the collective then fails). Shared:
-  // every call of a cached collective holds the same list.
-  using HoldLost = std::function<void(int channel)>;
-  std::uint64_t hold(std::shared_ptr<const std::vector<int>> channels, rt::Time until, HoldLost lost);
+  // Traffic priced analytically (a collective on the fast path, or the fast-forwarded calls of repeated
+  // layers) holds its channels from now until `until`, carrying bytes[i] * scale on channels[i] at an even
+  // rate, as flows[i] flows of its own (shared: every call of a cached collective holds the same lists;
+  // channels ascending). It is counted in carried_bytes at once. Held traffic shares its channels with
+  // flows as max-min says: when a flow starts on a held channel, or one is there when the hold starts, the
+  // hold's rest on that channel becomes flows[i] flows capped at their share of the hold's rate (so that
+  // it gets the share its flows would), and the owner is told `slowed`; once every such flow has
+  // carried its bytes, and not before `until`, it is told `drained` (and finishes then, not before). A
+  // held channel losing all its capacity before release() tells `lost` with that channel (the traffic fails).
+  struct HeldTraffic {
+    std::shared_ptr<const std::vector<int>> channels;
+    std::shared_ptr<const std::vector<double>> bytes;
+    std::shared_ptr<const std::vector<int>> flows;
+    double scale = 1;
+  };
+  struct HoldEvents {
+    std::function<void(int channel)> lost;
+    std::function<void()> slowed;
+    std::function<void()> drained;
+  };
+  std::uint64_t hold(HeldTraffic traffic, rt::Time until, HoldEvents events);
   void release(std::uint64_t hold_id);
+  // Starts a flow of the flow model (as FlowModel::start), first turning held traffic on its channels into
+  // flows that share them. Every flow of the fabric starts here.
+  void start_flow(std::vector<int> path, double bytes, rt::Duration latency, FlowModel::Done done);
   double nominal_capacity(int channel) const { return nominal_[static_cast<std::size_t>(channel)]; }
   // Bytes a channel carried so far: its flows, plus collectives priced on the fast path (counted when
   // they start). For link utilisation in reports.
   double carried_bytes(int channel) const {
     return flows_.carried_bytes(channel) + held_bytes_[static_cast<std::size_t>(channel)];
   }
-  void add_held_bytes(int channel, double bytes) { held_bytes_[static_cast<std::size_t>(channel)] += bytes; }
   // Told of every transfer() when it ends (one observer; empty: none, and nothing is tracked).
   void set_transfer_observer(TransferObserver observer) { transfer_observer_ = std::move(observer); }
   // Why a channel carries nothing: "link A<->B is down", "NIC X is down".
@@ -134,9 +152,21 @@ class Fabric {
   std::vector<char> element_down_;
   struct Hold {
     std::uint64_t id;
-    std::shared_ptr<const std::vector<int>> channels;  // ascending
-    HoldLost lost;
+    HeldTraffic traffic;
+    HoldEvents events;
+    std::int64_t start_ns = 0;
+    std::int64_t until_ns = 0;
+    std::vector<char> flowing;  // per held channel: its rest already runs as a flow (empty: none yet)
+    int in_flight = 0;          // such flows not yet done
+    bool slowed = false;        // the owner was told
+    rt::TimerHandle drain_timer;
   };
+  Hold* find_hold(std::uint64_t id);
+  // The hold's rest on its i-th channel runs as capped flows from now; false when nothing was left to run.
+  bool to_flow(Hold& h, std::size_t i);
+  // Every hold on the channel turns its rest there into a flow.
+  void share_held(int channel);
+  void maybe_drained(std::uint64_t hold_id);
   std::vector<std::int64_t> reserved_until_;
   std::vector<Hold> holds_;  // by id: few are held at once, and a hold is taken per collective call
   std::uint64_t next_hold_ = 1;

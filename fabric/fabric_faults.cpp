@@ -20,10 +20,10 @@ void Fabric::update_channel(int channel) {
   if (cap == flows_.capacity(channel)) return;
   flows_.set_capacity(channel, cap);
   if (cap > 0) return;
-  std::vector<HoldLost> lost;
+  std::vector<std::function<void(int)>> lost;
   std::erase_if(holds_, [&](Hold& h) {
-    if (!std::binary_search(h.channels->begin(), h.channels->end(), channel)) return false;
-    lost.push_back(std::move(h.lost));
+    if (!std::binary_search(h.traffic.channels->begin(), h.traffic.channels->end(), channel)) return false;
+    lost.push_back(std::move(h.events.lost));
     return true;
   });
   for (auto& l : lost) l(channel);

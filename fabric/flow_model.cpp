@@ -25,7 +25,7 @@ double FlowModel::carried_bytes(int channel) const {
   return ch.carried_bytes + ch.load * static_cast<double>(rt_.now().ns() - ch.since_ns) * 1e-9;
 }
 
-void FlowModel::start(std::vector<int> path, double bytes, rt::Duration latency, Done done) {
+void FlowModel::start(std::vector<int> path, double bytes, rt::Duration latency, Done done, double max_rate) {
   bool dead = false;
   for (int c : path) dead = dead || channels_[static_cast<std::size_t>(c)].capacity <= 0;
   if (path.empty() || bytes <= 0 || dead) {
@@ -52,6 +52,7 @@ void FlowModel::start(std::vector<int> path, double bytes, rt::Duration latency,
   f.updated_ns = rt_.now().ns();
   f.finish_ns = std::numeric_limits<std::int64_t>::max();
   f.latency = latency;
+  f.max_rate = max_rate;
   f.done = std::move(done);
   f.alive = true;
   for (std::size_t i = 0; i < f.path.size(); ++i) {
@@ -139,6 +140,11 @@ void FlowModel::recompute() {
     Flow& f = flows_[static_cast<std::size_t>(fid)];
     settle(f, now);
     for (int c : f.path) path_.push_back(channels_[static_cast<std::size_t>(c)].local);
+    if (f.max_rate > 0) {
+      // A cap is a channel of its own, after the real ones: max-min then fixes the flow at it or below.
+      path_.push_back(static_cast<int>(cap_.size()));
+      cap_.push_back(f.max_rate);
+    }
     offset_.push_back(static_cast<int>(path_.size()));
   }
   fill_.solve(cap_, offset_, path_, rate_);

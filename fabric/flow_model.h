@@ -25,8 +25,9 @@ class FlowModel {
   FlowModel(const FlowModel&) = delete;
   FlowModel& operator=(const FlowModel&) = delete;
 
-  // A flow with no channels or no bytes completes after `latency` alone.
-  void start(std::vector<int> path, double bytes, rt::Duration latency, Done done);
+  // A flow with no channels or no bytes completes after `latency` alone. max_rate > 0 caps its rate
+  // (bytes/s): traffic that needs no more than a known average, sharing its channels with the rest.
+  void start(std::vector<int> path, double bytes, rt::Duration latency, Done done, double max_rate = 0);
   // Zero fails every flow on the channel (the caller reroutes or reports).
   void set_capacity(int channel, double bytes_per_s);
 
@@ -55,6 +56,7 @@ class FlowModel {
     std::int64_t updated_ns = 0;
     std::int64_t finish_ns = 0;
     rt::Duration latency;
+    double max_rate = 0;  // 0: uncapped
     Done done;
     std::uint32_t stamp = 0;
     bool alive = false;

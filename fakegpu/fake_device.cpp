@@ -50,7 +50,7 @@ std::shared_ptr<hal::GpuEvent> FakeDevice::create_event(const std::string& name)
 }
 
 std::shared_ptr<hal::GraphExec> FakeDevice::instantiate(const hal::Graph& graph) {
-  return std::make_shared<FakeGraphExec>(graph, cost_, *profile_, id());
+  return std::make_shared<FakeGraphExec>(graph, cost_, *profile_, id(), fast_forward_);
 }
 
 bool FakeDevice::update(hal::GraphExec& exec, const hal::Graph& graph) {

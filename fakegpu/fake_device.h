@@ -62,6 +62,9 @@ class FakeDevice final : public hal::Device {
 
   // Routes this device's copies through another path (the fabric's); it must outlive the device.
   void set_transfer_path(TransferPath& path) { path_ = &path; }
+  // Graphs instantiated from now on run every iteration of their repeated bodies (false: the exact
+  // reference mode) or fast-forward them (true, the default).
+  void set_fast_forward(bool on) { fast_forward_ = on; }
 
   // For the device's streams.
   rt::Runtime& runtime() const { return rt_; }
@@ -92,6 +95,7 @@ class FakeDevice final : public hal::Device {
   hal::DeviceInfo info_;
   std::string source_;
   CostModel cost_;
+  bool fast_forward_ = true;
   ComputeEngine compute_;
   std::shared_ptr<AccountedMemory> hbm_;
   std::shared_ptr<AccountedMemory> host_memory_;

@@ -5,10 +5,11 @@
 namespace nvl::fakegpu {
 
 FakeGraphExec::FakeGraphExec(const hal::Graph& graph, const CostModel& model, const DeviceProfile& profile,
-                             hal::DeviceId device)
+                             hal::DeviceId device, bool fast_forward)
     : model_(model),
       profile_(profile),
       device_(device),
+      fast_forward_(fast_forward),
       lists_(model, profile.graph_node),
       layout_(std::make_shared<GraphLayout>()) {
   assign(*layout_, graph);
@@ -23,7 +24,7 @@ void FakeGraphExec::update(const hal::Graph& graph) {
 
 void FakeGraphExec::assign(GraphLayout& layout, const hal::Graph& graph) {
   lists_.start_graph();
-  layout.assign(graph, model_, profile_, device_, lists_);
+  layout.assign(graph, model_, profile_, device_, lists_, fast_forward_);
   lists_.finish_graph();
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <utility>
 
 #include "fakegpu/fake_device.h"
 
@@ -207,11 +208,19 @@ void FakeStream::on_async_done(std::uint64_t epoch, const hal::HalError* error) 
       // The compute those periods would have run counts as busy time (device utilisation).
       const rt::Duration body_busy = device_.compute().busy_time() - period_busy_start_;
       device_.compute().credit_busy(std::min(tail, body_busy * static_cast<std::int64_t>(segment.tail_iterations)));
-      rt.call_after(tail, [this, epoch] {
-        if (epoch != epoch_) return;  // drained by a fault meanwhile
-        ++segment_;
-        run_segment();
-      });
+      // Each collective of the body is handed to its group as calls repeated over the tail, so that
+      // their traffic holds the links for it (and is slowed by other traffic there); the stream goes on
+      // when every group has let it.
+      const auto& segments = op.graph->segments();
+      tail_waits_ = 0;
+      tail_error_.reset();
+      for (std::size_t i = segment.period_from + 1; i <= segment_; ++i) tail_waits_ += segments[i].collective ? 1 : 0;
+      for (std::size_t i = segment.period_from + 1; i <= segment_; ++i) {
+        const hal::CollectiveCall* call = segments[i].collective;
+        if (call == nullptr) continue;
+        call->group->repeat(call->rank, call->op, segment.tail_iterations, tail,
+                            [this, epoch](const hal::HalError* e) { on_tail_done(epoch, e); });
+      }
       return;
     }
     ++segment_;
@@ -219,6 +228,20 @@ void FakeStream::on_async_done(std::uint64_t epoch, const hal::HalError* error) 
     return;
   }
   finish_front(error);
+}
+
+void FakeStream::on_tail_done(std::uint64_t epoch, const hal::HalError* error) {
+  if (epoch != epoch_) return;  // drained by a fault meanwhile
+  if (error != nullptr && !tail_error_) tail_error_ = *error;
+  if (--tail_waits_ > 0) return;
+  if (tail_error_) {
+    const hal::HalError e = std::move(*tail_error_);
+    tail_error_.reset();
+    finish_front(&e);
+    return;
+  }
+  ++segment_;
+  run_segment();
 }
 
 void FakeStream::on_event_reached(std::uint64_t epoch, const hal::HalError* error) {

@@ -68,6 +68,8 @@ class FakeStream final : public hal::Stream, private ComputeClient {
   void run_segment();
   void on_compute_done(ComputeJob& job) override;
   void on_async_done(std::uint64_t epoch, const hal::HalError* error);
+  // One group let the running graph's fast-forwarded tail go on (or failed it).
+  void on_tail_done(std::uint64_t epoch, const hal::HalError* error);
   // The front operation is done (error: it failed); the next one starts.
   void finish_front(const hal::HalError* error);
   void note_failure(const Op& op, const hal::HalError& error);
@@ -83,6 +85,8 @@ class FakeStream final : public hal::Stream, private ComputeClient {
   std::size_t segment_ = 0;  // the running graph's segment
   rt::Time period_start_;    // when the running graph's repeated body finished its first iteration
   rt::Duration period_busy_start_;  // the device's compute busy time then
+  std::size_t tail_waits_ = 0;      // groups still holding the tail back
+  std::optional<hal::HalError> tail_error_;  // the first group that failed it
   rt::Time op_start_;        // when the running operation started (for the device's span observer)
   ComputeJob job_;
   std::optional<hal::HalError> error_;  // first failure since the last synchronize()

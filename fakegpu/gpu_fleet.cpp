@@ -27,6 +27,10 @@ std::unique_ptr<GpuFleet> GpuFleet::load(rt::Runtime& rt, std::string_view name,
   return std::make_unique<GpuFleet>(rt, device, load_host_profile_for(device, dir), count);
 }
 
+void GpuFleet::set_fast_forward(bool on) {
+  for (auto& d : devices_) d->set_fast_forward(on);
+}
+
 void GpuFleet::set_transfer_path(TransferPath& path) {
   for (auto& d : devices_) d->set_transfer_path(path);
 }

@@ -31,6 +31,8 @@ class GpuFleet {
   const HostProfile& host_profile() const { return host_profile_; }
   // Every device's copies go through `path` from now on (it must outlive the fleet).
   void set_transfer_path(TransferPath& path);
+  // Every device: FakeDevice::set_fast_forward.
+  void set_fast_forward(bool on);
 
  private:
   std::shared_ptr<const DeviceProfile> profile_;

@@ -8,13 +8,13 @@ namespace nvl::fakegpu {
 
 namespace {
 // Iterations of a repeated body that a layout holds in full (the rest are waited, see the header).
-std::size_t exact_iterations(const hal::RepeatNode& r) {
-  return r.body->collective_count() == 0 || r.times <= 2 ? r.times : 2;
+std::size_t exact_iterations(const hal::RepeatNode& r, bool fast_forward) {
+  return !fast_forward || r.body->collective_count() == 0 || r.times <= 2 ? r.times : 2;
 }
 }  // namespace
 
 void GraphLayout::assign(const hal::Graph& graph, const CostModel& model, const DeviceProfile& profile,
-                         hal::DeviceId device, KernelListCosts& lists) {
+                         hal::DeviceId device, KernelListCosts& lists, bool fast_forward) {
   costs_.clear();
   segments_.clear();
   calls_kept_ = 0;
@@ -36,8 +36,8 @@ void GraphLayout::assign(const hal::Graph& graph, const CostModel& model, const 
       ++calls;
     }
     if (const auto* r = std::get_if<hal::RepeatNode>(&node)) {
-      segments += r->body->collective_count() * exact_iterations(*r);
-      costs += r->body->kernel_count() * exact_iterations(*r);
+      segments += r->body->collective_count() * exact_iterations(*r, fast_forward);
+      costs += r->body->kernel_count() * exact_iterations(*r, fast_forward);
       calls += r->body->collective_count();
     }
   }
@@ -46,7 +46,7 @@ void GraphLayout::assign(const hal::Graph& graph, const CostModel& model, const 
   calls_.reserve(calls);
   segments_.emplace_back();
   costs_.push_back(KernelCost{0, 0, static_cast<double>(profile.graph_launch.ns())});
-  const Pricing pricing{model, profile, lists};
+  const Pricing pricing{model, profile, lists, fast_forward};
   for (const hal::GraphNode& node : graph.nodes()) append(node, pricing);
   segments_.back().end_kernel = costs_.size();
   calls_.erase(calls_.begin() + static_cast<std::ptrdiff_t>(calls_kept_), calls_.end());
@@ -125,7 +125,7 @@ void GraphLayout::append_repeat(const hal::RepeatNode& repeat, const Pricing& pr
   const std::size_t first_cost = costs_.size();
   const std::size_t first_call = calls_kept_;
   for (const auto& node : body.nodes()) append(node, pricing);
-  const std::size_t iterations = exact_iterations(repeat);
+  const std::size_t iterations = exact_iterations(repeat, pricing.fast_forward);
   if (iterations == repeat.times) {
     for (std::size_t i = 1; i < iterations; ++i) append_iteration(body, first_cost, first_call);
     return;

@@ -35,8 +35,9 @@ class GraphLayout {
   // (also when this throws). Shared kernel lists are priced through `lists`. Throws HalError for a
   // dtype the device lacks; std::invalid_argument for a collective whose group does not hold this
   // device at the given rank.
+  // fast_forward false runs every iteration of every repeated body (the exact reference mode).
   void assign(const hal::Graph& graph, const CostModel& model, const DeviceProfile& profile, hal::DeviceId device,
-              KernelListCosts& lists);
+              KernelListCosts& lists, bool fast_forward = true);
 
   const std::string& name() const { return name_; }
   // How a stream names a launch of it: graph '<name>'.
@@ -55,6 +56,7 @@ class GraphLayout {
     const CostModel& model;
     const DeviceProfile& profile;
     KernelListCosts& lists;
+    bool fast_forward;
   };
   void append(const hal::GraphNode& node, const Pricing& pricing);
   void append_kernels(const hal::SharedKernels& kernels, const Pricing& pricing);

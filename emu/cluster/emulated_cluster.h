@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "emu/cluster/fabric_mode.h"
 #include "emu/cluster/fabric_transfer_path.h"
 #include "emu/rt/runtime.h"
 #include "fabric/fabric.h"
@@ -21,12 +22,13 @@ class EmulatedCluster {
  public:
   // `units` racks or nodes of `fabric_profile`; the fleet holds `gpus` of `gpu_profile` (at most the fabric's).
   EmulatedCluster(rt::Runtime& rt, const std::string& gpu_profile, const std::string& fabric_profile, int gpus,
-                  int units = 1)
+                  int units = 1, FabricMode mode = FabricMode::fast)
       : fleet_(fakegpu::GpuFleet::load(rt, gpu_profile, gpus)),
         fabric_(rt, fabric::make_cluster(fabric_profile, units), fabric::FabricOptions{rt::Duration()}),
-        collectives_(fabric_),
+        collectives_(fabric_, fabric::CollectivesOptions{mode == FabricMode::fast}),
         copies_(fabric_, fleet_->profile()) {
     fleet_->set_transfer_path(copies_);
+    fleet_->set_fast_forward(mode == FabricMode::fast);
     // A GPU lost or needing a reset aborts its communicators, so that the other members' collectives
     // fail with its error instead of waiting for it forever.
     for (int i = 0; i < fleet_->size(); ++i) {

@@ -128,7 +128,7 @@ PoolOfGpu pool_of_gpu(const ScenarioDeployment& dep, std::int64_t gpu) {
 
 Deployment::Deployment(rt::Runtime& rt, const Scenario& sc, engine::TokenStream on_tokens, engine::RequestDone on_done)
     : cluster_(rt, sc.cluster.gpu_profile, sc.cluster.fabric_profile, static_cast<int>(sc.deployment.cluster_gpus()),
-               static_cast<int>(sc.cluster.units)),
+               static_cast<int>(sc.cluster.units), sc.run.fabric_mode),
       rdma_(cluster_.fabric()),
       network_(cluster_.fabric()),
       model_(engine::load_model_profile(engine::model_profile_path(sc.model.profile))) {

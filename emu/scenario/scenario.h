@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "emu/check/assertion.h"
+#include "emu/cluster/fabric_mode.h"
 #include "emu/faults/fault_plan.h"
 
 namespace nvl::emu {
@@ -119,6 +120,7 @@ struct ScenarioWorkload {
 
 struct ScenarioRun {
   double max_sim_seconds = 3'600.0;
+  FabricMode fabric_mode = FabricMode::fast;
 };
 
 // What a run writes besides report.json (scenarios/README.md, "outputs").

@@ -25,6 +25,7 @@ constexpr std::array<std::string_view, 3> kGraceTiers = {"off", "write_through",
 constexpr std::int64_t kMaxUnits = 1'024;
 constexpr std::array<std::string_view, 2> kKvTransferPaths = {"rdma", "nvlink"};
 constexpr std::array<std::string_view, 2> kSessionStarts = {"poisson", "recorded"};
+constexpr std::array<std::string_view, 2> kFabricModes = {"fast", "exact"};
 constexpr std::array<std::string_view, 12> kAssertionGroups = {
     "sim_time_s", "wall_time_s", "speedup", "gpu_seconds_per_wall_second", "peak_rss_bytes", "requests",
     "latency_ms", "throughput", "kv", "links", "routing", "benchmark"};
@@ -308,6 +309,7 @@ Scenario load_scenario(const std::filesystem::path& path, const std::vector<std:
   if (top.has("run")) {
     rt::JsonReader r = top.object("run");
     if (r.has("max_sim_seconds")) s.run.max_sim_seconds = r.number("max_sim_seconds", rt::NumberRule::positive);
+    s.run.fabric_mode = one_of(r, "fabric_mode", kFabricModes, "fast") == "exact" ? FabricMode::exact : FabricMode::fast;
     r.finish();
   }
   if (top.has("outputs")) read_outputs(top.object("outputs"), s.outputs);

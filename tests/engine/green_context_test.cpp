@@ -235,11 +235,12 @@ TEST(GreenContexts, ALostGpuStopsBothSidesAndItsRequestsFinishElsewhere) {
     EXPECT_EQ(tokens[id], kOutput) << "request " << id << ": every token exactly once";
     EXPECT_EQ(firsts[id], 1) << id;
   }
-  // The decode step fails at once; the prefill chunk in flight beside it fails when its graph ends,
-  // and only then (between steps) is the rank taken out.
+  // The decode step fails at once; the prefill chunk in flight beside it fails when its collectives
+  // next reach the aborted communicator (at once when its graph is in its fast-forwarded layers, whose
+  // calls the group holds), and only then (between steps) is the rank taken out.
   ASSERT_EQ(group_events["step_failed"].size(), 2u);
   ASSERT_EQ(group_events["rank_removed"].size(), 1u);
-  EXPECT_LT(group_events["step_failed"][0], group_events["step_failed"][1]);
+  EXPECT_LE(group_events["step_failed"][0], group_events["step_failed"][1]);
   EXPECT_GE(group_events["rank_removed"][0], group_events["step_failed"][1]);
   EXPECT_FALSE(system.rank_live(3));
   EXPECT_EQ(system.decode_instance(0).live_ranks(), 7);

@@ -44,6 +44,10 @@ class RecordingCollectives final : public hal::Collectives {
       if (members()[static_cast<std::size_t>(rank)] == 0) calls_.push_back(Call{op->kind, op->bytes});
       real_->arrive(rank, std::move(op), std::move(done));
     }
+    void repeat(int rank, hal::SharedCollectiveOp op, std::size_t times, rt::Duration span,
+                hal::CollectiveDone done) override {
+      real_->repeat(rank, std::move(op), times, span, std::move(done));
+    }
 
    private:
     std::shared_ptr<hal::CommGroup> real_;

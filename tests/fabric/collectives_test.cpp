@@ -249,6 +249,120 @@ TEST(Collectives, CompetingTrafficTakesTheExactPathAndSlowsTheCollective) {
   EXPECT_GT(last - rt::Time::from_ns(1000), alone + alone / 20);
 }
 
+// A KV copy GPU 0 -> GPU 1 starting halfway through a bandwidth-bound EP8 all-to-all, on a rig of each
+// fabric mode: when the collective's last member is done and when the copy is.
+struct SharedRun {
+  rt::Duration collective;
+  rt::Duration copy;
+  fabric::CommGroupStats stats;
+};
+SharedRun all_to_all_beside_a_copy(bool fast, rt::Duration copy_at, int calls) {
+  const auto ops = fabric::uniform_all_to_all(8, 256 << 20, hal::AllToAllRole::plain);
+  Rig r("gb300-nvl72", 1, fast);
+  auto g = r.coll.create_group("ep8", ranks(8));
+  rt::Time last, copied;
+  r.rt.call_at(rt::Time::zero() + copy_at, [&] {
+    r.fab.transfer(fabric::Endpoint::gpu(0), fabric::Endpoint::gpu(1), 4'000'000'000ULL, hal::RdmaPath::nvlink, 1.0,
+                   rt::Duration(), "kv", [&](const hal::HalError* e) {
+                     EXPECT_EQ(e, nullptr);
+                     copied = r.rt.now();
+                   });
+  });
+  // `calls` calls back to back: each member arrives for the next as soon as it is done.
+  std::function<void(int, int)> member = [&](int rank, int left) {
+    g->arrive(rank, part(ops, rank), [&, rank, left](const hal::HalError* e) {
+      EXPECT_EQ(e, nullptr);
+      last = std::max(last, r.rt.now());
+      if (left > 1) member(rank, left - 1);
+    });
+  };
+  for (int rank = 0; rank < 8; ++rank) member(rank, calls);
+  r.rt.run();
+  return {last - rt::Time::zero(), copied - rt::Time::zero() - copy_at,
+          static_cast<fabric::FabricCommGroup&>(*g).stats()};
+}
+
+TEST(Collectives, AFlowMeetingAFastPathCollectiveSlowsBothAsTheExactModeDoes) {
+  const auto ops = fabric::uniform_all_to_all(8, 256 << 20, hal::AllToAllRole::plain);
+  const auto alone = fabric::time_collective(fabric::make_cluster("gb300-nvl72", 1), ranks(8), ops);
+  const SharedRun fast = all_to_all_beside_a_copy(true, alone / 2, 1);
+  const SharedRun exact = all_to_all_beside_a_copy(false, alone / 2, 1);
+  EXPECT_EQ(fast.stats.fast, 1u);
+  EXPECT_EQ(fast.stats.slowed, 1u);
+  EXPECT_EQ(exact.stats.exact, 1u);
+  // Hand estimate: GPU 0's uplink and GPU 1's downlink each carry 7 of the collective's flows; the copy
+  // makes 8, so the half still to send there moves at 7/8 of the rate: 1/2 + 1/2 * 8/7 = 1.071 x alone.
+  const double a = static_cast<double>(alone.ns());
+  EXPECT_NEAR(static_cast<double>(exact.collective.ns()), 1.071 * a, 0.01 * a);
+  EXPECT_NEAR(static_cast<double>(fast.collective.ns()), static_cast<double>(exact.collective.ns()),
+              0.03 * static_cast<double>(exact.collective.ns()));
+  EXPECT_NEAR(static_cast<double>(fast.copy.ns()), static_cast<double>(exact.copy.ns()),
+              0.03 * static_cast<double>(exact.copy.ns()));
+}
+
+TEST(Collectives, RepeatedCallsHoldTheirLinksForTheirSpanAndCountTheirBytes) {
+  const auto ops = fabric::uniform_all_to_all(8, 1 << 20, hal::AllToAllRole::moe_dispatch);
+  const auto alone = fabric::time_collective(fabric::make_cluster("gb300-nvl72", 1), ranks(8), ops);
+  Rig r;
+  auto g = r.coll.create_group("ep8", ranks(8));
+  std::vector<hal::SharedCollectiveOp> parts;
+  for (int rank = 0; rank < 8; ++rank) parts.push_back(part(ops, rank));
+  std::vector<rt::Time> done(8);
+  for (int rank = 0; rank < 8; ++rank) {
+    g->arrive(rank, parts[static_cast<std::size_t>(rank)], [&, rank](const hal::HalError* e) {
+      EXPECT_EQ(e, nullptr);
+      // As a device fast-forwarding 9 more layers of this call, 9 periods of `alone` each.
+      g->repeat(rank, parts[static_cast<std::size_t>(rank)], 9, alone * 9, [&, rank](const hal::HalError* e2) {
+        EXPECT_EQ(e2, nullptr);
+        done[static_cast<std::size_t>(rank)] = r.rt.now();
+      });
+    });
+  }
+  r.rt.run();
+  for (const auto& t : done) EXPECT_EQ(t, rt::Time::zero() + alone * 10);
+  const double per_call = 7.0 * (1 << 20) / r.fab.profile().collectives.a2a_dispatch.efficiency;
+  EXPECT_DOUBLE_EQ(r.fab.carried_bytes(r.fab.topology().gpu(0).nvl_up), 10 * per_call);
+  EXPECT_EQ(static_cast<fabric::FabricCommGroup&>(*g).stats().repeats, 1u);
+}
+
+TEST(Collectives, RepeatedCallsBesideAFlowAreSlowedAsTheExactModeSlowsTheCalls) {
+  // Ten bandwidth-bound calls back to back; the fast mode prices the first and holds nine as repeated.
+  const auto ops = fabric::uniform_all_to_all(8, 256 << 20, hal::AllToAllRole::plain);
+  const auto alone = fabric::time_collective(fabric::make_cluster("gb300-nvl72", 1), ranks(8), ops);
+  const SharedRun exact = all_to_all_beside_a_copy(false, alone * 3 / 2, 10);
+  rt::Duration fast_last, fast_copy;
+  {
+    Rig r;
+    auto g = r.coll.create_group("ep8", ranks(8));
+    std::vector<hal::SharedCollectiveOp> parts;
+    for (int rank = 0; rank < 8; ++rank) parts.push_back(part(ops, rank));
+    rt::Time last, copied;
+    r.rt.call_at(rt::Time::zero() + alone * 3 / 2, [&] {
+      r.fab.transfer(fabric::Endpoint::gpu(0), fabric::Endpoint::gpu(1), 4'000'000'000ULL, hal::RdmaPath::nvlink, 1.0,
+                     rt::Duration(), "kv", [&](const hal::HalError*) { copied = r.rt.now(); });
+    });
+    for (int rank = 0; rank < 8; ++rank) {
+      g->arrive(rank, parts[static_cast<std::size_t>(rank)], [&, rank](const hal::HalError*) {
+        g->repeat(rank, parts[static_cast<std::size_t>(rank)], 9, alone * 9, [&](const hal::HalError* e) {
+          EXPECT_EQ(e, nullptr);
+          last = std::max(last, r.rt.now());
+        });
+      });
+    }
+    r.rt.run();
+    fast_last = last - rt::Time::zero();
+    fast_copy = copied - rt::Time::zero() - alone * 3 / 2;
+  }
+  // Hand estimate: from 1.5 calls in, GPU 0's uplink and GPU 1's downlink carry 7 collective flows and
+  // the copy: the calls' 8.5 remaining calls' worth there move at 7/8 of the rate: 1.5 + 8.5 * 8/7 = 11.2.
+  const double a = static_cast<double>(alone.ns());
+  EXPECT_NEAR(static_cast<double>(exact.collective.ns()), 11.2 * a, 0.2 * a);
+  EXPECT_NEAR(static_cast<double>(fast_last.ns()), static_cast<double>(exact.collective.ns()),
+              0.03 * static_cast<double>(exact.collective.ns()));
+  EXPECT_NEAR(static_cast<double>(fast_copy.ns()), static_cast<double>(exact.copy.ns()),
+              0.03 * static_cast<double>(exact.copy.ns()));
+}
+
 TEST(Collectives, DownLinkFailsTheCallNamingIt) {
   Rig r;
   for (int s = 0; s < 18; ++s) r.fab.set_link_down("rack0/tray0/gpu1", "rack0/nvswitch" + std::to_string(s), true);

@@ -102,3 +102,18 @@ TEST(FlowModel, UsageRecordsBytesPerInterval) {
   EXPECT_NEAR(v[2], 50e3, 1);
   EXPECT_NEAR(r.model.usage().total_bytes(0), 250e3, 1);
 }
+
+TEST(FlowModel, ACappedFlowTakesNoMoreThanItsCapAndLeavesTheRest) {
+  // 1 GB/s shared by a flow capped at 0.3 GB/s and an uncapped one: 0.3 and 0.7 GB/s (max-min with the
+  // cap as a channel of its own). The uncapped 2.1 MB end at 3 ms; the capped 3 MB have 2.1 MB left,
+  // then run alone at their cap: 7 ms more, 10 ms in all.
+  Rig r({1e9});
+  Time capped, open;
+  r.rt.call_at(Time::zero(), [&] {
+    r.model.start({0}, 3e6, rt::Duration(), [&](int) { capped = r.rt.now(); }, 0.3e9);
+    r.model.start({0}, 2.1e6, rt::Duration(), [&](int) { open = r.rt.now(); });
+  });
+  r.rt.run();
+  EXPECT_NEAR(static_cast<double>(open.ns()), 3e6, 2);
+  EXPECT_NEAR(static_cast<double>(capped.ns()), 10e6, 2);
+}
