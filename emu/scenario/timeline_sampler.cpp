@@ -13,6 +13,7 @@ const char* link_class_name(fabric::LinkKind k) {
     case fabric::LinkKind::pcie: return "pcie";
     case fabric::LinkKind::nic: return "nic";
     case fabric::LinkKind::uplink: return "uplink";
+    case fabric::LinkKind::host_memory: return "host_memory";
   }
   return "other";
 }
