@@ -98,8 +98,8 @@ Route Fabric::route(const Endpoint& src, const Endpoint& dst, hal::RdmaPath path
       const bool to_host = dst.kind == Endpoint::Kind::host;
       const GpuPorts& g = topo_.gpu(to_host ? src.index : dst.index);
       const HostPorts& h = topo_.host(to_host ? dst.index : src.index);
-      if (h.c2c_up >= 0) {
-        r.channels = {to_host ? h.c2c_up : h.c2c_down};
+      if (h.memory >= 0) {
+        r.channels = to_host ? std::vector<int>{g.c2c_up, h.memory} : std::vector<int>{h.memory, g.c2c_down};
       } else {
         const PcieSwitchPorts& sw = topo_.pcie_switch(g.pcie_switch);
         r.channels = to_host ? std::vector<int>{g.pcie_up, sw.to_host} : std::vector<int>{sw.from_host, g.pcie_down};

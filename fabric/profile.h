@@ -58,8 +58,14 @@ struct NodeProfile {
   int nvswitch_chips = 0;
   int nvlink_lanes_per_gpu = 0;  // lane i goes to chip i * chips / lanes
   LinkSpec nvlink_lane;
-  bool has_c2c = false;  // host <-> its GPUs over NVLink-C2C, shared by the host's GPUs
+  // Host <-> its GPUs over NVLink-C2C: each GPU's link has its share of the host's C2C rate (c2c, per
+  // direction), copies over it reach the measured share of that in each direction, and every GPU's
+  // C2C traffic, both ways, shares the host's memory bandwidth.
+  bool has_c2c = false;
   LinkSpec c2c;
+  double c2c_host_to_device_efficiency = 1;
+  double c2c_device_to_host_efficiency = 1;
+  double host_memory_bytes_per_s = 0;
   LinkSpec pcie_gpu;   // GPU <-> PCIe switch
   LinkSpec pcie_nic;   // NIC <-> PCIe switch
   LinkSpec pcie_host;  // PCIe switch <-> host

@@ -92,7 +92,15 @@ NodeProfile load_node_profile(const std::string& file) {
     n.finish();
   }
   p.has_c2c = r.has("c2c");
-  if (p.has_c2c) p.c2c = read_link(r.object("c2c"));
+  if (p.has_c2c) {
+    JsonReader c = r.object("c2c");
+    p.c2c.bytes_per_s = c.sourced("bytes_per_s", NumberRule::positive);
+    p.c2c.latency = c.sourced_ns("latency_ns");
+    p.c2c_host_to_device_efficiency = c.sourced("host_to_device_efficiency", NumberRule::fraction);
+    p.c2c_device_to_host_efficiency = c.sourced("device_to_host_efficiency", NumberRule::fraction);
+    p.host_memory_bytes_per_s = c.sourced("host_memory_bytes_per_s", NumberRule::positive);
+    c.finish();
+  }
   {
     JsonReader pc = r.object("pcie");
     p.pcie_gpu = read_link(pc.object("gpu"));

@@ -47,8 +47,10 @@ void Topology::build_unit(int u) {
       hp.element = add_element(tray + "/" + p.host_name + std::to_string(h), ElementKind::host);
       hp.unit = u;
       if (p.has_c2c) {
-        hp.c2c_down = add_channel(elements_[static_cast<std::size_t>(hp.element)].name + " c2c to gpus", p.c2c.latency);
-        hp.c2c_up = add_channel(elements_[static_cast<std::size_t>(hp.element)].name + " c2c from gpus", p.c2c.latency);
+        hp.memory = add_channel(elements_[static_cast<std::size_t>(hp.element)].name + " memory", rt::Duration());
+        // One channel for both directions: the link is both its ends, so each counts half the rate.
+        add_link(LinkKind::host_memory, hp.element, hp.element, LinkSpec{p.host_memory_bytes_per_s / 2, rt::Duration()},
+                 hp.memory, hp.memory);
       }
       hosts_.push_back(hp);
     }
@@ -101,12 +103,19 @@ void Topology::build_unit(int u) {
       gpus_.push_back(gp);
     }
     if (p.has_c2c) {
-      // Each GPU's C2C link carries its share of the host's C2C bandwidth; the host's channel is shared.
+      // Each GPU's C2C link, a channel each way, carries its share of the host's C2C rate: one GPU's
+      // copies do not speed up when its sibling idles (nvbandwidth measures each GPU at about half).
       for (int h = host0; h < static_cast<int>(hosts_.size()); ++h) {
         HostPorts& hp = hosts_[static_cast<std::size_t>(h)];
         LinkSpec share = p.c2c;
         share.bytes_per_s /= static_cast<double>(std::max<std::size_t>(hp.gpus.size(), 1));
-        for (int g : hp.gpus) add_link(LinkKind::c2c, gpus_[static_cast<std::size_t>(g)].element, hp.element, share, hp.c2c_up, hp.c2c_down);
+        for (int g : hp.gpus) {
+          GpuPorts& gp = gpus_[static_cast<std::size_t>(g)];
+          const std::string& name = elements_[static_cast<std::size_t>(gp.element)].name;
+          gp.c2c_up = add_channel(name + " c2c up", p.c2c.latency);
+          gp.c2c_down = add_channel(name + " c2c down", p.c2c.latency);
+          add_link(LinkKind::c2c, gp.element, hp.element, share, gp.c2c_up, gp.c2c_down);
+        }
       }
     }
   }

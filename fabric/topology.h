@@ -14,7 +14,8 @@
 namespace nvl::fabric {
 
 enum class ElementKind : std::uint8_t { gpu, host, nic, nvswitch, pcie_switch, leaf, spine };
-enum class LinkKind : std::uint8_t { nvlink, c2c, pcie, nic, uplink };
+// host_memory: a host's memory as the flows that read or write it over C2C see it (both directions).
+enum class LinkKind : std::uint8_t { nvlink, c2c, pcie, nic, uplink, host_memory };
 
 struct Element {
   std::string name;
@@ -42,13 +43,13 @@ struct GpuPorts {
   int element, unit, host, nic, pcie_switch;
   int nvl_up, nvl_down;      // to / from the NVSwitch planes
   int pcie_up, pcie_down;    // to / from its PCIe switch
+  int c2c_up = -1, c2c_down = -1;  // to / from its host over its C2C link, when the unit has C2C
 };
 struct HostPorts {
   int element, unit;
   std::vector<int> nics;     // cluster NIC indices, in order
   std::vector<int> gpus;     // GPUs it hosts (C2C or PCIe)
-  int c2c_down = -1;         // host -> its GPUs (shared), when the unit has C2C
-  int c2c_up = -1;
+  int memory = -1;           // its memory, shared by every C2C flow of its GPUs either way (C2C units)
 };
 struct NicPorts {
   int element, unit, pcie_switch, leaf;

@@ -25,10 +25,15 @@ class FabricTransferPath final : public fakegpu::TransferPath {
                                    [done = std::move(done)] { done(nullptr); });
       return;
     }
-    // A copy engine moves data as a one-sided transfer does: the profile's efficiency and overhead.
+    // A copy engine moves data as a one-sided transfer does: the profile's efficiency and overhead;
+    // over C2C (a GPU and its own Grace), the share of the link nvbandwidth measures each way.
     const fabric::NodeProfile& p = fabric_.profile();
-    fabric_.transfer(endpoint(r.src), endpoint(r.dst), r.bytes, hal::RdmaPath::automatic, p.rdma_efficiency,
-                     p.rdma_overhead, "copy by device " + std::to_string(r.initiator), std::move(done));
+    double efficiency = p.rdma_efficiency;
+    if (p.has_c2c && r.src.kind != r.dst.kind) {
+      efficiency = r.dst.kind == hal::MemoryKind::device ? p.c2c_host_to_device_efficiency : p.c2c_device_to_host_efficiency;
+    }
+    fabric_.transfer(endpoint(r.src), endpoint(r.dst), r.bytes, hal::RdmaPath::automatic, efficiency, p.rdma_overhead,
+                     "copy by device " + std::to_string(r.initiator), std::move(done));
   }
 
  private:

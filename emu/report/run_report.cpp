@@ -57,6 +57,9 @@ nlohmann::json to_json(const RunReport& r) {
              {"hit_rate_grace", r.kv_hits.rate(r.kv_hits.grace_tokens)},
              {"hit_rate_remote", r.kv_hits.rate(r.kv_hits.remote_tokens)},
              {"lookup_tokens", r.kv_hits.lookup_tokens},
+             {"grace_hit_tokens", r.kv_hits.grace_tokens},
+             {"grace_load_bytes", r.kv_hits.grace_load_bytes},
+             {"grace_offload_bytes", r.kv_hits.grace_offload_bytes},
              {"transfer_bytes", r.kv_transfer_bytes}};
   nlohmann::json links = nlohmann::json::object();
   for (const auto& [cls, u] : r.links) {
@@ -116,7 +119,9 @@ void print_summary(std::ostream& os, const RunReport& r) {
   for (const auto& [path, n] : r.routing) os << ' ' << path << '=' << n;
   os << "\nKV: hit rate GPU " << kPercent * r.kv_hits.rate(r.kv_hits.gpu_tokens) << "%, Grace "
      << kPercent * r.kv_hits.rate(r.kv_hits.grace_tokens) << "%, remote "
-     << kPercent * r.kv_hits.rate(r.kv_hits.remote_tokens) << "%; transferred " << r.kv_transfer_bytes << " bytes\n";
+     << kPercent * r.kv_hits.rate(r.kv_hits.remote_tokens) << "%; transferred " << r.kv_transfer_bytes
+     << " bytes; Grace over C2C: loaded " << r.kv_hits.grace_load_bytes << " bytes, offloaded "
+     << r.kv_hits.grace_offload_bytes << " bytes\n";
   os << "links (mean / peak utilisation):";
   for (const auto& [cls, u] : r.links) os << ' ' << cls << ' ' << kPercent * u.mean << "% / " << kPercent * u.peak << '%';
   os << "\nchecks:";

@@ -31,6 +31,9 @@ struct KvHits {
   std::uint64_t gpu_tokens = 0;     // already in the rank's HBM (not counting prefixes fetched from a peer)
   std::uint64_t grace_tokens = 0;   // loaded from the rank's Grace memory
   std::uint64_t remote_tokens = 0;  // fetched from a peer (GPU over NVLink, or its Grace over RDMA)
+  // KV the Grace tier moved over C2C (one copy of each rank's KV): loads to HBM, offloads to Grace.
+  std::uint64_t grace_load_bytes = 0;
+  std::uint64_t grace_offload_bytes = 0;
   double rate(std::uint64_t hits) const {
     return lookup_tokens > 0 ? static_cast<double>(hits) / static_cast<double>(lookup_tokens) : 0;
   }

@@ -13,6 +13,7 @@ const char* link_class_name(fabric::LinkKind k) {
     case fabric::LinkKind::pcie: return "pcie";
     case fabric::LinkKind::nic: return "nic";
     case fabric::LinkKind::uplink: return "uplink";
+    case fabric::LinkKind::host_memory: return "host_memory";
   }
   return "other";
 }
@@ -24,6 +25,8 @@ void add(const engine::KvHitCounts& c, KvHits& h) {
   h.gpu_tokens += static_cast<std::uint64_t>(std::max<std::int64_t>(0, c.gpu_hit_tokens - c.imported_tokens));
   h.grace_tokens += static_cast<std::uint64_t>(c.grace_hit_tokens);
   h.remote_tokens += static_cast<std::uint64_t>(c.imported_tokens);
+  h.grace_load_bytes += c.grace_loaded_bytes;
+  h.grace_offload_bytes += c.grace_stored_bytes;
 }
 
 }  // namespace

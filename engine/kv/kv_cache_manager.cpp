@@ -25,15 +25,17 @@ void KvCacheManager::emit(KvEvent::Kind kind, KvTier tier, BlockHash h) {
   for (const auto& l : listeners_) l(e);
 }
 
-void KvCacheManager::copy(KvCopy::Direction d, std::int64_t blocks) {
+void KvCacheManager::copy(KvCopy::Direction d, std::int64_t blocks, RequestId request) {
   if (blocks <= 0) return;
-  // Consecutive copies the same way merge: the worker issues one transfer for them.
-  if (!copies_.empty() && copies_.back().direction == d) {
+  const std::uint64_t bytes = static_cast<std::uint64_t>(blocks) * cfg_.block_bytes;
+  (d == KvCopy::Direction::grace_to_gpu ? hits_.grace_loaded_bytes : hits_.grace_stored_bytes) += bytes;
+  // Consecutive copies the same way for the same request merge: the worker issues one transfer for them.
+  if (!copies_.empty() && copies_.back().direction == d && copies_.back().request == request) {
     copies_.back().blocks += blocks;
-    copies_.back().bytes += static_cast<std::uint64_t>(blocks) * cfg_.block_bytes;
+    copies_.back().bytes += bytes;
     return;
   }
-  copies_.push_back(KvCopy{d, blocks, static_cast<std::uint64_t>(blocks) * cfg_.block_bytes});
+  copies_.push_back(KvCopy{d, blocks, bytes, request});
 }
 
 void KvCacheManager::store_in_grace(BlockHash h) {
@@ -82,7 +84,7 @@ std::optional<AdmitPlan> KvCacheManager::admit(RequestId id, std::span<const Blo
     const BlockId b = (*fresh)[static_cast<std::size_t>(i)];
     if (gpu_.publish(b, h)) emit(KvEvent::Kind::stored, KvTier::gpu, h);
   }
-  copy(KvCopy::Direction::grace_to_gpu, m.grace_blocks);
+  copy(KvCopy::Direction::grace_to_gpu, m.grace_blocks, id);
   grace_.release(from_grace);  // they stay cached in Grace, now most recently used
   held.blocks.insert(held.blocks.end(), fresh->begin(), fresh->end());
   held.tokens = prompt_tokens;

@@ -50,14 +50,19 @@ struct KvHitCounts {
   std::int64_t gpu_hit_tokens = 0;    // includes prefixes imported from a peer before the admit
   std::int64_t grace_hit_tokens = 0;
   std::int64_t imported_tokens = 0;   // fetched from a peer (GPU or Grace) by import()
+  // KV bytes (one copy of the rank's, all layers) this cache asked to move each way over C2C.
+  std::uint64_t grace_loaded_bytes = 0;
+  std::uint64_t grace_stored_bytes = 0;
 };
 
-// A copy the worker must run: blocks between the GPU and Grace.
+// A copy the worker must run: blocks between the GPU and Grace. A load is for one admitted request,
+// which waits for it; an offload (write-through or write-back) is for none.
 struct KvCopy {
   enum class Direction : std::uint8_t { grace_to_gpu, gpu_to_grace };
   Direction direction = Direction::gpu_to_grace;
   std::int64_t blocks = 0;
   std::uint64_t bytes = 0;
+  RequestId request = 0;
 };
 
 class KvCacheManager {
@@ -111,7 +116,7 @@ class KvCacheManager {
   };
   Held& held(RequestId id);
   void emit(KvEvent::Kind kind, KvTier tier, BlockHash h);
-  void copy(KvCopy::Direction d, std::int64_t blocks);
+  void copy(KvCopy::Direction d, std::int64_t blocks, RequestId request = 0);
   void store_in_grace(BlockHash h);
 
   KvCacheConfig cfg_;

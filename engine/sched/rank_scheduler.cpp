@@ -60,6 +60,7 @@ bool RankScheduler::cancel(RequestId id) {
   }
   if (kv_.holds(id)) kv_.release(id);
   if (r->phase == RequestState::Phase::receiving) --receiving_;
+  if (r->kv_loading) --loading_;
   std::erase(waiting_, r);
   std::erase(running_, r);
   requests_.erase(it);
@@ -126,6 +127,16 @@ bool RankScheduler::admit(RequestState& r) {
   r.cached_tokens = plan->gpu_hit_tokens + plan->grace_hit_tokens;
   r.computed_tokens = r.cached_tokens;
   r.phase = RequestState::Phase::prefill;
+  r.kv_loading = plan->grace_hit_tokens > 0;
+  if (r.kv_loading) ++loading_;
+  return true;
+}
+
+bool RankScheduler::loaded(RequestId id) {
+  const auto it = requests_.find(id);
+  if (it == requests_.end() || !it->second.kv_loading) return false;
+  it->second.kv_loading = false;
+  --loading_;
   return true;
 }
 
@@ -155,8 +166,10 @@ StepPlan RankScheduler::plan_step(StepKind kind) {
     // tokens cross into a new block (once in block_tokens steps): the rest skip the cache's lookup.
     const bool grows = kv_.blocks_for(r->computed_tokens + per_decode) > kv_.blocks_for(r->computed_tokens);
     while (grows && !kv_.extend(r->id, r->computed_tokens + per_decode)) {
-      // r itself is not in a step, so there is always one.
-      const auto v = std::find_if(running_.rbegin(), running_.rend(), [](const RequestState* q) { return !q->in_step; });
+      // r itself is neither in a step nor loading, so there is always one. A loading request keeps its
+      // blocks: the load is writing them.
+      const auto v = std::find_if(running_.rbegin(), running_.rend(),
+                                  [](const RequestState* q) { return !q->in_step && !q->kv_loading; });
       RequestState* victim = *v;
       const auto at = static_cast<std::size_t>(running_.rend() - v - 1);
       plan.preempted.push_back(victim->id);
@@ -175,6 +188,7 @@ StepPlan RankScheduler::plan_step(StepKind kind) {
   }
 
   const auto add_chunk = [&](RequestState& r) {
+    if (r.kv_loading) return;  // waits for its prefix; the others step meanwhile
     const std::int64_t n = std::min({cfg_.chunk_tokens, budget, r.prefill_target() - r.computed_tokens});
     if (n <= 0) return;
     plan.items.push_back(StepItem{r.id, r.computed_tokens, n, false, r.computed_tokens + n == r.prefill_target(), &r});
@@ -278,6 +292,7 @@ std::vector<RequestState> RankScheduler::take_all() {
     r.computed_tokens = 0;
     r.cached_tokens = 0;
     r.in_step = false;
+    r.kv_loading = false;
     if (!r.cancelled) out.push_back(std::move(r));
   }
   for (RequestId id : held_) kv_.release(id);
@@ -286,6 +301,7 @@ std::vector<RequestState> RankScheduler::take_all() {
   waiting_.clear();
   running_.clear();
   receiving_ = 0;
+  loading_ = 0;
   return out;
 }
 

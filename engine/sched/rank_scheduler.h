@@ -56,6 +56,11 @@ class RankScheduler {
   // The transfer failed for good: the request is prefilled here instead (it never disappears).
   void receive_failed(RequestId id);
 
+  // The Grace load of an admitted request's prefix is done: it is scheduled from the next plan on.
+  // False when the request is gone (cancelled, taken) or was not loading.
+  bool loaded(RequestId id);
+  std::size_t loading() const { return loading_; }
+
   // Plans the next step of that kind (and takes its KV). An empty plan means nothing can run now.
   // Requests in a step still running are left out, and never preempted: their KV is in use.
   StepPlan plan_step(StepKind kind = StepKind::batch);
@@ -101,6 +106,7 @@ class RankScheduler {
   std::deque<RequestState*> waiting_;
   std::vector<RequestState*> running_;  // admission order: the newest is preempted first
   std::size_t receiving_ = 0;
+  std::size_t loading_ = 0;  // admitted requests whose prefix is loading from Grace
   std::unordered_set<RequestId> held_;  // finished, KV kept until release_held()
 };
 

@@ -27,6 +27,9 @@ struct RequestState {
   std::int64_t cached_tokens = 0;    // prefix found in the cache at the last admission
   std::int64_t preemptions = 0;
   bool in_step = false;    // part of the step being run: a cancel waits for the step to complete
+  // Its cached prefix is still loading from Grace (admitted, KV taken): not scheduled until loaded(), as
+  // vLLM keeps a request whose connector loads KV asynchronously in WAITING_FOR_REMOTE_KVS.
+  bool kv_loading = false;
   bool cancelled = false;
 
   // What must be in the KV cache before the next output token: the prompt plus every output token

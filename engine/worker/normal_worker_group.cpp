@@ -138,6 +138,9 @@ NormalWorkerGroup::NormalWorkerGroup(rt::Runtime& rt, const ModelProfile& model,
       if (cfg_.grace_policy != GraceTierPolicy::off) {
         g.kv_grace = g.device->host_memory().allocate(static_cast<std::uint64_t>(grace_blocks) * gpu_block_bytes_,
                                                       gpu_tag(g) + " KV (Grace)");
+        g.load_stream = &g.device->create_stream(gpu_tag(g) + " KV load");
+        g.offload_stream = &g.device->create_stream(gpu_tag(g) + " KV offload");
+        g.offloads_done = g.device->create_event(gpu_tag(g) + " KV offloads");
       }
     }
     rank.kv = std::make_unique<KvCacheManager>(KvCacheConfig{.rank = cfg_.first_rank + static_cast<std::int32_t>(r),
@@ -282,6 +285,14 @@ bool NormalWorkerGroup::plan_all(StepKind kind) {
     StepPlan& plan = rank.plan[l];
     RankBatch& batch = rank.batch[l];
     plan = rank.sched->plan_step(kind);
+    if (!rank.crashed) try {
+      // Loads start now, whether or not this step has work: the requests they are for wait for them.
+      issue_kv_copies(r, kind);
+    } catch (const hal::HalError& e) {
+      // A dead GPU: this step fails on it too, and the rank's recovery takes its requests.
+      rt_.record("normal-group", "kv_copy_failed", {{"rank", cfg_.first_rank + static_cast<std::int32_t>(r)}, {"error", e.what()}},
+                 rt::Severity::warning);
+    }
     for (RequestId id : plan.rejected) {
       on_reject_(static_cast<std::int32_t>(r), id, "prompt and output need more KV blocks than rank " + std::to_string(r) + " holds");
     }
@@ -303,22 +314,49 @@ bool NormalWorkerGroup::plan_all(StepKind kind) {
   return any;
 }
 
-void NormalWorkerGroup::issue_kv_copies(Rank& r, StepKind kind) {
+void NormalWorkerGroup::issue_kv_copies(std::size_t rank, StepKind kind) {
+  Rank& r = ranks_[rank];
   const std::vector<KvCopy> copies = r.kv->take_copies();
+  if (copies.empty() || !r.gpus.front().kv_grace) return;
   // Each GPU moves its part of the blocks: all of them under MLA, its KV heads' share under GQA.
   const std::uint64_t parts = block_bytes_ / gpu_block_bytes_;
-  for (Gpu& g : r.gpus) {
-    if (!g.kv_grace) continue;
-    for (const KvCopy& c : copies) {
-      // In-order on the stepping side's stream: loads land before the prefill that uses them; spills
-      // overlap nothing.
-      const bool load = c.direction == KvCopy::Direction::grace_to_gpu;
+  bool offloaded = false;
+  for (const KvCopy& c : copies) {
+    const bool load = c.direction == KvCopy::Direction::grace_to_gpu;
+    // A load's request runs once the last of its GPUs' parts is in.
+    auto left = std::make_shared<std::size_t>(r.gpus.size());
+    for (Gpu& g : r.gpus) {
       const hal::Buffer& dst = load ? *g.kv_gpu : *g.kv_grace;
       const hal::Buffer& src = load ? *g.kv_grace : *g.kv_gpu;
       const std::uint64_t bytes = std::min({c.bytes / parts, dst.bytes(), src.bytes()});
-      if (bytes > 0) stream_of(g, kind).copy(dst, 0, src, 0, bytes);
+      hal::Stream& stream = load ? *g.load_stream : *g.offload_stream;
+      if (bytes > 0) stream.copy(dst, 0, src, 0, bytes);
+      offloaded = offloaded || !load;
+      if (load) {
+        stream.add_callback([this, rank, id = c.request, left](const hal::HalError* error) {
+          if (--*left == 0 || error != nullptr) kv_loaded(rank, id, error);
+        });
+      }
     }
   }
+  if (!offloaded || cfg_.grace_policy != GraceTierPolicy::write_back) return;
+  for (Gpu& g : r.gpus) {
+    g.offload_stream->record(*g.offloads_done);
+    stream_of(g, kind).wait(*g.offloads_done);
+  }
+}
+
+void NormalWorkerGroup::kv_loaded(std::size_t rank, RequestId id, const hal::HalError* error) {
+  if (error != nullptr) {
+    // The GPU or its C2C failed under the load: the step on it fails too, and the rank's recovery
+    // decides what becomes of the request. It is released to run (or fail) with the rest.
+    rt_.record("normal-group", "kv_load_failed",
+               {{"rank", cfg_.first_rank + static_cast<std::int32_t>(rank)}, {"request", id}, {"error", error->what()}},
+               rt::Severity::warning);
+  }
+  if (!ranks_[rank].sched->loaded(id)) return;
+  new_work_.fill(true);
+  work_.notify_all();
 }
 
 std::int64_t NormalWorkerGroup::accepted_drafts() {
@@ -353,7 +391,7 @@ void NormalWorkerGroup::launch_two_batches() {
   }
   for (std::size_t i = 0; i < live_.size(); ++i) {
     for (Gpu& g : ranks_[live_[i]].gpus) {
-      // Both micro-batches start after the step's KV loads (issued on the first stream).
+      // Both micro-batches start after what the first stream waits for (write-back offloads).
       g.stream->record(*g.copies_done);
       g.stream_b->wait(*g.copies_done);
       g.stream->launch(hal::refresh(*g.device, g.exec, g.builder->build(micro[i][0], tokens_a_)));

@@ -176,6 +176,12 @@ class NormalWorkerGroup {
     std::unique_ptr<StepGraphBuilder> builder_p;
     std::shared_ptr<hal::GraphExec> exec_p;
     std::shared_ptr<hal::GpuEvent> copies_done;
+    // The Grace tier's copies run beside the steps on streams of their own, as HiCache's cache
+    // controller keeps a load stream and a write stream: loads for admitted requests that wait for
+    // them, offloads that nothing waits for but a write-back eviction (offloads_done).
+    hal::Stream* load_stream = nullptr;
+    hal::Stream* offload_stream = nullptr;
+    std::shared_ptr<hal::GpuEvent> offloads_done;
     std::uint64_t reload_bytes = 0;  // expert weights to load from host memory before the next step
   };
   struct Rank {
@@ -218,8 +224,12 @@ class NormalWorkerGroup {
   void make_tp_groups(Rank& rank, std::size_t index);
   // `member`: the rank's first GPU in the EP group (the i-th live rank's GPUs are members i * tp ...).
   void make_builders(Rank& rank, std::int32_t member);
-  // Launches the KV copies the rank's cache asks for on each of its GPUs (each moves its own part).
-  void issue_kv_copies(Rank& r, StepKind kind);
+  // Launches the KV copies the rank's cache asks for on each of its GPUs (each moves its own part):
+  // a load on the load streams, its request scheduled once every GPU's part has landed; offloads on
+  // the offload streams, which the side's next step waits for only under write-back (the blocks it
+  // evicted are reused by that step).
+  void issue_kv_copies(std::size_t rank, StepKind kind);
+  void kv_loaded(std::size_t rank, RequestId id, const hal::HalError* error);
   bool two_batch_step() const;
   void launch_two_batches();
   std::int64_t accepted_drafts();

@@ -40,7 +40,6 @@ bool NormalWorkerGroup::run_step(StepKind kind) {
       for (Gpu& g : r.gpus) {
         if (g.reload_bytes > 0) reload_experts(g, stream_of(g, kind), rank);
       }
-      issue_kv_copies(r, kind);
       if (!tbo) {
         for (Gpu& g : r.gpus) {
           if (kind == StepKind::prefill) {

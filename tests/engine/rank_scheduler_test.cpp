@@ -308,5 +308,42 @@ TEST(RankScheduler, BadRequestsAndConfigsAreRejected) {
   EXPECT_THROW(s.enqueue(request(2, 4, 1)), std::logic_error);
 }
 
+// A request whose prefix only Grace holds is admitted (KV taken, the load asked for) but not scheduled
+// until loaded(); the running request decodes meanwhile, and is the one preempted, never the loader.
+TEST(RankScheduler, APrefixLoadingFromGraceWaitsForItsLoadWhileOthersDecode) {
+  KvCacheManager kv(KvCacheConfig{.rank = 0, .gpu_blocks = 8, .grace_blocks = 16, .block_tokens = 4, .block_bytes = 1,
+                                  .grace_policy = GraceTierPolicy::write_through});
+  RankScheduler s(kv, SchedulerConfig{.token_budget = 100}, nullptr);
+  s.enqueue(request(1, 17, 1));  // 4 full blocks published, written through to Grace
+  drain(s);
+  kv.drop_gpu_cached();  // HBM lost them; Grace keeps them
+  s.enqueue(request(2, 4, 8));
+  s.complete_step(s.plan_step(), no_drafts);  // request 2 prefilled
+  kv.take_copies();                           // the offloads so far
+  RequestState again = request(3, 17, 1);  // request 1's prompt once more
+  again.prompt_hashes = request(1, 17, 1).prompt_hashes;
+  s.enqueue(again);
+  StepPlan p = s.plan_step();
+  ASSERT_EQ(p.items.size(), 1u);  // request 2's decode; request 3 admitted and loading
+  EXPECT_EQ(p.items[0].id, 2u);
+  EXPECT_EQ(s.loading(), 1u);
+  const auto copies = kv.take_copies();
+  ASSERT_EQ(copies.size(), 1u);
+  EXPECT_EQ(copies[0].direction, KvCopy::Direction::grace_to_gpu);
+  EXPECT_EQ(copies[0].request, 3u);
+  EXPECT_EQ(copies[0].blocks, 4);
+  s.complete_step(p, no_drafts);
+  p = s.plan_step();
+  ASSERT_EQ(p.items.size(), 1u);  // still loading: only the decode
+  s.complete_step(p, no_drafts);
+  EXPECT_TRUE(s.loaded(3));
+  EXPECT_FALSE(s.loaded(3));
+  p = s.plan_step();
+  ASSERT_EQ(p.items.size(), 2u);
+  EXPECT_EQ(p.items[1].id, 3u);
+  EXPECT_EQ(p.items[1].context_tokens, 16);  // the loaded prefix
+  EXPECT_EQ(p.items[1].new_tokens, 1);
+}
+
 }  // namespace
 }  // namespace nvl::engine

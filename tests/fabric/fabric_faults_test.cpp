@@ -47,10 +47,10 @@ TEST(FabricRoutes, NvlinkInsideTheDomainNicsAcross) {
   const auto forced = r.fab.route(Endpoint::gpu(0), Endpoint::gpu(1), hal::RdmaPath::scale_out);
   EXPECT_FALSE(forced.nvlink);
   EXPECT_THROW(r.fab.route(Endpoint::gpu(0), Endpoint::gpu(72), hal::RdmaPath::nvlink), hal::HalError);
-  // A Grace reaches its own GPUs over C2C.
+  // A Grace reaches its own GPUs over C2C: the GPU's link, then the Grace's memory.
   const auto c2c = r.fab.route(Endpoint::gpu(1), Endpoint::host(0), hal::RdmaPath::automatic);
   EXPECT_TRUE(c2c.nvlink);
-  EXPECT_EQ(c2c.channels.size(), 1u);
+  EXPECT_EQ(c2c.channels, (std::vector<int>{r.fab.topology().gpu(1).c2c_up, r.fab.topology().host(0).memory}));
 }
 
 TEST(FabricRoutes, RememberedGpuRoutesAreRoutesAndSeeFaults) {

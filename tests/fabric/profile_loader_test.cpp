@@ -93,6 +93,15 @@ TEST(ProfileLoader, EfficiencyOutsideFractionIsRejected) {
   EXPECT_NE(load_error(j).find("collectives.nvls.efficiency.value: expected a fraction in (0, 1]"), std::string::npos);
 }
 
+TEST(ProfileLoader, C2cRatesAreCheckedAndNamed) {
+  auto j = read("gb300-nvl72");
+  j["c2c"]["host_to_device_efficiency"]["value"] = 1.2;
+  EXPECT_NE(load_error(j).find("c2c.host_to_device_efficiency.value: expected a fraction in (0, 1]"), std::string::npos);
+  j = read("gb300-nvl72");
+  j["c2c"].erase("host_memory_bytes_per_s");
+  EXPECT_NE(load_error(j).find("c2c.host_memory_bytes_per_s: missing key"), std::string::npos);
+}
+
 TEST(ProfileLoader, MissingFileAndBadJson) {
   EXPECT_THROW(fabric::load_node_profile("/nonexistent/x.json"), rt::InputError);
   const auto path = (std::filesystem::temp_directory_path() / ("nvl_fabric_not_json_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) + ".json")).string();

@@ -29,7 +29,15 @@ TEST(Topology, Gb300RackShape) {
   const auto& h = t.host(7);
   EXPECT_EQ(h.gpus, (std::vector<int>{14, 15}));
   EXPECT_EQ(h.nics.size(), 2u);
-  EXPECT_GE(h.c2c_up, 0);
+  EXPECT_GE(h.memory, 0);
+  // Each GPU's own C2C link, a half of the Grace's 450 GB/s per direction; the Grace's memory, 500 GB/s
+  // both ways together, is one channel.
+  const auto& c2c = t.channels()[static_cast<std::size_t>(t.gpu(14).c2c_up)];
+  ASSERT_EQ(c2c.links.size(), 1u);
+  EXPECT_DOUBLE_EQ(t.links()[static_cast<std::size_t>(c2c.links[0])].bytes_per_s, 225e9);
+  double memory = 0;
+  for (int l : t.channels()[static_cast<std::size_t>(h.memory)].links) memory += t.links()[static_cast<std::size_t>(l)].bytes_per_s;
+  EXPECT_DOUBLE_EQ(memory, 500e9);
 }
 
 TEST(Topology, HgxClusterOverLeafSpine) {
@@ -40,5 +48,6 @@ TEST(Topology, HgxClusterOverLeafSpine) {
   EXPECT_GE(t.element("node0/cpu0"), 0);
   EXPECT_GE(t.element("spine0"), 0);  // 64 NICs over 32-port leaves: two leaves and a spine layer
   EXPECT_GE(t.leaf(1).up, 0);
-  EXPECT_EQ(t.host(0).c2c_up, -1);
+  EXPECT_EQ(t.host(0).memory, -1);
+  EXPECT_EQ(t.gpu(0).c2c_up, -1);
 }

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# The Grace tier on 256K-token agent sessions (issue 17 item 4), seed 1.
+# grace-tier-offload: GLM-5 on DEP4, 48 sessions x 3 turns over a 256K context, ~40 open at once against
+# ~5 contexts per GPU of HBM: every later turn's prefix has left HBM, so with the tier it is loaded from
+# Grace, without it recomputed.
+#   Hand estimate. A 256K-token prefill on one DP rank takes S of tens of seconds (FP8 at 70% of 5 PF:
+#   ~6 s for 40B active parameters, ~6 s for the DSA indexer's n^2 scores, more with the all-to-alls and
+#   the lockstep group); a load of its ~14 GB over C2C at 201 GB/s ~ 72 ms, then ~2.3K new tokens (<1 s).
+#   Turn 1 costs S + queueing both ways; with the tier turns 2-3 cost ~1 s instead of S, so mean TTFT on /
+#   off ~ (S + 2 x 1 s) / 3S ~ 1/3 when queueing is alike, lower when the off run's triple prefill work
+#   queues more: 0.25 .. 0.45. Throughput (output tokens over the run): off needs ~3x the prefill work,
+#   144 x S / 4 ranks ~ 1000 s at S ~ 30 s, about the ~1000 s the arrivals and think times span anyway,
+#   so the tier shortens the run by the queueing it saves: on / off ~ 1.1 .. 2.
+#   Grace hits: 2 of 3 turns find ~262K of their ~264K prompt tokens in Grace: ~66% of prompt tokens.
+#   C2C bytes: loads ~96 x 14.4 GB ~ 1.4 TB; offloads (write-through) ~ every prompt block once: ~48 x
+#   (14.4 GB + 2 x 0.13 GB) ~ 0.7 TB.
+# grace-c2c-shared: the same sessions on GPUs 0 and 1, one Grace's two GPUs: the same checks on the tier's
+# use, and that its copies crossed the shared Grace memory channel.
+set -u
+exe=$1 dir=$2
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+fail=0
+
+# run NAME SCENARIO ARGS...: the run's report.json path.
+run() {
+  local name=$1 scenario=$2
+  shift 2
+  if ! "$exe" run "$dir/$scenario.json" --out "$out/$name" --set outputs.trace=false --set outputs.html=false "$@" \
+      >"$out/$name.stdout" 2>&1; then
+    echo "FAIL: $name exited non-zero" >&2; cat "$out/$name.stdout" >&2; return 1
+  fi
+}
+# get NAME PATH: a figure of NAME's report.json ("latency_ms.ttft.mean").
+get() {
+  python3 -c 'import json,sys; v=json.load(open(sys.argv[1]))
+for k in sys.argv[2].split("."): v=v[k]
+print(v)' "$out/$1/report.json" "$2"
+}
+# check WHAT VALUE LOW HIGH: LOW <= VALUE <= HIGH.
+check() {
+  if python3 -c 'import sys; v,lo,hi=map(float,sys.argv[2:5]); sys.exit(0 if lo <= v <= hi else 1)' "$@"; then
+    echo "ok: $1 = $2 in [$3, $4]"
+  else
+    echo "FAIL: $1 = $2, expected in [$3, $4]"; fail=1
+  fi
+}
+ratio() { python3 -c 'import sys; print(float(sys.argv[1]) / float(sys.argv[2]))' "$1" "$2"; }
+
+run on grace-tier-offload || exit 1
+run off grace-tier-offload --set deployment.grace_tier=off || exit 1
+check "offload: Grace hit rate, tier on" "$(get on kv.hit_rate_grace)" 0.6 0.7
+check "offload: Grace hit rate, tier off" "$(get off kv.hit_rate_grace)" 0 0
+check "offload: TTFT on / off" "$(ratio "$(get on latency_ms.ttft.mean)" "$(get off latency_ms.ttft.mean)")" 0.25 0.45
+check "offload: output throughput on / off" \
+  "$(ratio "$(get on throughput.output_tokens_per_s)" "$(get off throughput.output_tokens_per_s)")" 1.1 2
+check "offload: TB loaded over C2C" "$(python3 -c "print($(get on kv.grace_load_bytes) / 1e12)")" 1.2 1.6
+check "offload: TB offloaded over C2C" "$(python3 -c "print($(get on kv.grace_offload_bytes) / 1e12)")" 0.6 0.8
+check "offload: C2C bytes, tier off" "$(get off kv.grace_load_bytes)" 0 0
+
+run shared grace-c2c-shared || exit 1
+check "c2c-shared: Grace hit rate" "$(get shared kv.hit_rate_grace)" 0.6 0.7
+check "c2c-shared: Grace memory used" "$(get shared links.host_memory.mean_utilisation)" 1e-6 1
+exit $fail
