@@ -1,6 +1,7 @@
-// nvl72emu run SCENARIO [--seed N] [--out DIR] [--set key.path=value ...] [--check-determinism]: runs a
-// scenario, prints the summary and writes DIR/report.json, DIR/trace.json and DIR/report.html. Exit 1
-// when a check fails (the summary names it), 2 for bad input.
+// nvl72emu run SCENARIO [--seed N] [--out DIR] [--set key.path=value ...] [--check-determinism]
+// [--event-log FILE]: runs a scenario, prints the summary and writes DIR/report.json, DIR/trace.json and
+// DIR/report.html, and FILE the event log as JSON lines (to diff two runs). Exit 1 when a check fails (the
+// summary names it), 2 for bad input.
 #include <unistd.h>
 
 #include <cstdio>
@@ -28,6 +29,7 @@ struct RunOptions {
   std::string out_dir;
   std::vector<std::string> overrides;
   bool check_determinism = false;
+  std::string event_log;
 };
 
 template <typename Write>
@@ -44,6 +46,13 @@ int run(const RunOptions& opts) {
   const emu::Scenario scenario = emu::load_scenario(opts.scenario, overrides);
   emu::RunControls controls;
   controls.check_determinism = opts.check_determinism;
+  // Opened before the run, so a bad path fails at once rather than after a long run.
+  std::ofstream event_log;
+  if (!opts.event_log.empty()) {
+    event_log.open(opts.event_log);
+    if (!event_log) throw rt::InputError(opts.event_log, "--event-log", "cannot open for writing");
+    controls.event_log = &event_log;
+  }
   if (isatty(fileno(stderr)) != 0) controls.progress = &std::cerr;
   const emu::RunReport report = emu::run_scenario(scenario, controls);
   emu::print_summary(std::cout, report);
@@ -72,6 +81,9 @@ void register_run_command(CommandRegistry& registry) {
   app->add_option("--set", opts->overrides, "Override a scenario key: key.path=value (JSON value, else a string)");
   app->add_flag("--check-determinism", opts->check_determinism,
                 "Run the scenario twice and fail unless both give the same event-log hash");
+  app->add_option("--event-log", opts->event_log,
+                  "Write the event log to this file as JSON lines (token deliveries and request ends included), "
+                  "so two runs can be diffed");
 }
 
 }  // namespace nvl::tools

@@ -17,11 +17,20 @@ std::string_view to_string(Severity s) {
   return "unknown";
 }
 
-void EventLog::record(Time t, std::string_view source, std::string_view kind, const nlohmann::json& fields,
+namespace {
+
+std::string json_line(Time t, std::string_view source, std::string_view kind, const nlohmann::json& fields,
                       Severity severity) {
   nlohmann::json rec = {{"t_ns", t.ns()}, {"source", source}, {"kind", kind}, {"severity", to_string(severity)}};
   if (!fields.is_null() && !fields.empty()) rec["fields"] = fields;
-  std::string line = rec.dump();
+  return rec.dump();
+}
+
+}  // namespace
+
+void EventLog::record(Time t, std::string_view source, std::string_view kind, const nlohmann::json& fields,
+                      Severity severity) {
+  std::string line = json_line(t, source, kind, fields, severity);
   hash_ = fnv1a64(line, hash_);
   hash_ = fnv1a64("\n", hash_);
   ++count_;
@@ -29,8 +38,25 @@ void EventLog::record(Time t, std::string_view source, std::string_view kind, co
     ++errors_;
     if (!first_error_) first_error_ = line;
   }
-  if (keep_) lines_.push_back(std::move(line));
+  if (wants_lines()) emit(std::move(line));
   if (observer_) observer_(t, source, kind, fields, severity);
+}
+
+void EventLog::record_counts(Time t, std::string_view source, std::string_view kind,
+                             std::initializer_list<CountField> fields) {
+  hash_ = splitmix64(hash_ ^ static_cast<std::uint64_t>(t.ns()));
+  hash_ = fnv1a64(kind, fnv1a64(source, hash_));
+  for (const CountField& f : fields) hash_ = splitmix64(hash_ ^ static_cast<std::uint64_t>(f.value));
+  ++count_;
+  if (!wants_lines()) return;
+  nlohmann::json values = nlohmann::json::object();
+  for (const CountField& f : fields) values[std::string(f.name)] = f.value;
+  emit(json_line(t, source, kind, values, Severity::info));
+}
+
+void EventLog::emit(std::string line) {
+  if (out_ != nullptr) *out_ << line << '\n';
+  if (keep_) lines_.push_back(std::move(line));
 }
 
 std::string EventLog::hash_hex() const {

@@ -231,17 +231,22 @@ RunReport run_once(const Scenario& sc, const RunControls& controls, std::vector<
   }
 
   rt::VirtualRuntime rt(rt::LoopOptions{.seed = sc.seed});
+  rt.log().stream_to(controls.event_log);
   std::unique_ptr<WorkloadDriver> driver;
   std::unique_ptr<TimelineSampler> sampler;
   BenchmarkRecorder bench;
   Deployment deployment(
       rt, sc,
       [&](engine::RequestId id, std::int64_t count, bool first, bool finished) {
+        rt.log().record_counts(rt.now(), "client", "tokens",
+                               {{"request", static_cast<std::int64_t>(id)}, {"count", count}});
         for (auto& c : checkers) c->on_tokens(id, count, first, finished);
         sampler->on_tokens(id, count, first);
         bench.on_tokens(id, count, rt.now());
       },
       [&](const engine::RequestTiming& t) {
+        rt.record("client", "done",
+                  {{"request", t.id}, {"status", t.failure.empty() ? "finished" : t.failure}, {"output_tokens", t.output_tokens}});
         for (auto& c : checkers) c->on_done(t);
         sampler->on_done(t.id);
         bench.on_done(t, rt.now());

@@ -245,7 +245,10 @@ void DecodeInstanceProcess::reprefill(std::int32_t rank, RequestId id, std::stri
   if (r == nullptr || r->phase != RequestState::Phase::receiving) return;  // cancelled meanwhile
   rt_.record("pd", cause, {{"request", id}, {"rank", rank}, {"error", error}, {"next", "reprefill"}},
              rt::Severity::warning);
-  if (RequestTiming* t = dir_.frontend_process->timing(id)) t->reprefilled = true;
+  if (RequestTiming* t = dir_.frontend_process->timing(id)) {
+    t->path = PrefillPath::local;
+    t->reprefilled = true;
+  }
   group_->receive_failed(local(rank), id);
 }
 

@@ -78,6 +78,35 @@ TEST(EventLog, HashCoversEveryFieldAndCountsErrors) {
             "\"t_ns\":9}\n");
 }
 
+TEST(EventLog, CountRecordsHashTheirTimeAndValuesAndStreamAsTheyAreKept) {
+  EventLog kept, plain, later, more;
+  std::ostringstream streamed;
+  kept.keep_records(true);
+  plain.stream_to(&streamed);
+  for (EventLog* l : {&kept, &plain}) {
+    l->record_counts(Time::from_ns(7), "client", "tokens", {{"request", 4}, {"count", 3}});
+    l->record(Time::from_ns(8), "client", "done", {{"request", 4}});
+  }
+  // One nanosecond later, or one token more: another hash.
+  later.record_counts(Time::from_ns(8), "client", "tokens", {{"request", 4}, {"count", 3}});
+  more.record_counts(Time::from_ns(7), "client", "tokens", {{"request", 4}, {"count", 4}});
+  EventLog first;
+  first.record_counts(Time::from_ns(7), "client", "tokens", {{"request", 4}, {"count", 3}});
+  EXPECT_NE(later.hash(), first.hash());
+  EXPECT_NE(more.hash(), first.hash());
+  EXPECT_NE(first.hash(), EventLog().hash());
+  EXPECT_EQ(kept.hash(), plain.hash()) << "keeping or streaming lines leaves the hash alone";
+  EXPECT_EQ(kept.count(), 2u);
+  std::ostringstream written;
+  kept.write_jsonl(written);
+  EXPECT_EQ(written.str(),
+            "{\"fields\":{\"count\":3,\"request\":4},\"kind\":\"tokens\",\"severity\":\"info\",\"source\":\"client\","
+            "\"t_ns\":7}\n"
+            "{\"fields\":{\"request\":4},\"kind\":\"done\",\"severity\":\"info\",\"source\":\"client\",\"t_ns\":8}\n");
+  EXPECT_EQ(streamed.str(), written.str());
+  EXPECT_TRUE(plain.lines().empty()) << "streamed, not kept";
+}
+
 TEST(EventLog, RuntimeRecordStampsVirtualTime) {
   VirtualRuntime rt;
   rt.log().keep_records(true);
