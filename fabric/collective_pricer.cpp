@@ -9,6 +9,9 @@ namespace nvl::fabric {
 
 namespace {
 
+// A flow within this share of the elapsed time of its end ends in the same solve (see price()).
+constexpr double kFinishSlack = 0.005;
+
 // The least remaining bytes among a round's flows, by independent running minimums (a single one would
 // be a chain of dependent compares). A minimum does not depend on the order it is taken in.
 double least_remaining(std::span<const int> flows, const double* remaining) {
@@ -126,7 +129,10 @@ void CollectivePricer::price(int members, std::vector<rt::Duration>& done, std::
     }
     if (!std::isfinite(dt)) break;  // nothing can move: the plan's routes were checked, so capacities are zero
     t += dt;
-    const rt::Duration data_done = plan.overhead + rt::ns(static_cast<std::int64_t>(std::ceil(t * 1e9)));
+    // Flows this close to done end in this solve too, at the time their rate now gives: an all-to-all of
+    // unequal sizes has a completion per flow, and solving after each would cost thousands of solves.
+    // They free their share up to kFinishSlack of the elapsed time early.
+    const double slack = kFinishSlack * t;
     // Without a branch per flow (which flows finish is hard to predict): the kept ones are packed at the
     // front of active_ and the finished ones listed in finished_, then handled.
     const double* rate = rate_.data();
@@ -138,15 +144,17 @@ void CollectivePricer::price(int members, std::vector<rt::Duration>& done, std::
       const auto u = static_cast<std::size_t>(i);
       const double rem = remaining[u] - rate[u] * dt;
       remaining[u] = rem;
-      const std::size_t ends = rem <= done_below[u] ? 1 : 0;
+      const std::size_t ends = rem <= done_below[u] || rem <= rate[u] * slack ? 1 : 0;
       active[kept] = i;
       kept += 1 - ends;
       finished[finished_count] = i;
       finished_count += ends;
     }
     for (std::size_t k = 0; k < finished_count; ++k) {
-      const PlannedFlow& f = plan.flows[static_cast<std::size_t>(finished[k])];
-      const rt::Duration end = data_done + f.latency;
+      const auto u = static_cast<std::size_t>(finished[k]);
+      const PlannedFlow& f = plan.flows[u];
+      const double left = remaining[u] > done_below[u] ? remaining[u] / rate[u] : 0;
+      const rt::Duration end = plan.overhead + rt::ns(static_cast<std::int64_t>(std::ceil((t + left) * 1e9))) + f.latency;
       for (int m : {f.src_rank, f.dst_rank}) {
         auto& d = done[static_cast<std::size_t>(m)];
         d = std::max(d, end);

@@ -63,7 +63,10 @@ nlohmann::json to_json(const RunReport& r) {
              {"transfer_bytes", r.kv_transfer_bytes}};
   nlohmann::json links = nlohmann::json::object();
   for (const auto& [cls, u] : r.links) {
-    links[cls] = {{"mean_utilisation", u.mean}, {"peak_utilisation", u.peak}, {"peak_channel_utilisation", u.peak_channel}};
+    links[cls] = {{"bytes", u.bytes},
+                  {"mean_utilisation", u.mean},
+                  {"peak_utilisation", u.peak},
+                  {"peak_channel_utilisation", u.peak_channel}};
   }
   j["links"] = links;
   nlohmann::json checks = nlohmann::json::object();

@@ -40,6 +40,7 @@ struct KvHits {
 };
 
 struct LinkUse {
+  double bytes = 0;         // wire bytes the class's channels carried, whole run
   double mean = 0;          // bytes carried over the class's capacity, whole run
   double peak = 0;          // busiest timeline interval of the class as a whole
   double peak_channel = 0;  // busiest single channel in any timeline interval

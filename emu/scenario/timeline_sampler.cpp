@@ -144,6 +144,7 @@ std::map<std::string, LinkUse> TimelineSampler::link_use() const {
   for (const LinkClass& cls : classes_) {
     LinkUse u;
     const auto bytes = class_bytes_.find(cls.name);
+    if (bytes != class_bytes_.end()) u.bytes = bytes->second;
     if (bytes != class_bytes_.end() && span_s > 0 && cls.capacity_bytes_per_s > 0) {
       u.mean = bytes->second / (cls.capacity_bytes_per_s * span_s);
     }
