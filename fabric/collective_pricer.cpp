@@ -11,6 +11,8 @@ namespace {
 
 // A flow within this share of the elapsed time of its end ends in the same solve (see price()).
 constexpr double kFinishSlack = 0.005;
+// A call whose busiest channel needs less than this share of its fixed cost is priced without solving.
+constexpr double kLatencyBoundShare = 0.01;
 
 // The least remaining bytes among a round's flows, by independent running minimums (a single one would
 // be a chain of dependent compares). A minimum does not depend on the order it is taken in.
@@ -115,6 +117,24 @@ void CollectivePricer::price(int members, std::vector<rt::Duration>& done, std::
     active[i] = static_cast<int>(i);
   }
   std::size_t active_count = flows;
+  // A latency-bound call (a decode step's all-to-all moves tens of KB against microseconds of fixed
+  // cost): when even its busiest channel needs under kLatencyBoundShare of the fixed cost, each member is
+  // done when every flow of its could be (that channel's time, then its own path's latency). The error is
+  // below that channel's time, so below that share of the call; the solves would cost a thousand times more.
+  double busiest_s = 0;
+  for (std::size_t l = 0; l < cap_.size(); ++l) {
+    if (cap_[l] > 0) busiest_s = std::max(busiest_s, local_bytes_[l] / cap_[l]);
+  }
+  if (busiest_s * 1e9 < kLatencyBoundShare * static_cast<double>((plan.overhead + plan.sync_latency).ns())) {
+    const rt::Duration data = plan.overhead + rt::ns(static_cast<std::int64_t>(std::ceil(busiest_s * 1e9)));
+    for (const PlannedFlow& f : plan.flows) {
+      for (int m : {f.src_rank, f.dst_rank}) {
+        auto& d = done[static_cast<std::size_t>(m)];
+        d = std::max(d, data + f.latency);
+      }
+    }
+    return;
+  }
   // Solved again after each completion, with the finished flows taken out.
   double t = 0;  // seconds since the data started to move
   while (active_count > 0) {

@@ -2,7 +2,8 @@
 // The fast path: each member's completion time for a collective plan on idle, healthy links, solved
 // offline with the same max-min model as the live flow model (progressive filling, then the next flow
 // to finish, until all have), without runtime events. Flows within 0.5% of the elapsed time of their end
-// finish in the same solve (the exact mode's flows each end on their own: tests hold the two within 1%). Callers cache the answer by the collective's
+// finish in the same solve (the exact mode's flows each end on their own: tests hold the two within 1%),
+// and a call whose busiest channel needs under 1% of its fixed cost is priced from that channel alone. Callers cache the answer by the collective's
 // signature, so identical collectives are priced once.
 #include <vector>
 
