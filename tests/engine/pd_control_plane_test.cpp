@@ -179,7 +179,7 @@ TEST(PdControlPlane, APrefillWorkerOutOfReachLeavesTheLongPromptToItsDecodeRank)
   rig.rt.run();
   ASSERT_EQ(rig.done.size(), 1u);
   EXPECT_TRUE(rig.done[1].failure.empty()) << rig.done[1].failure;
-  EXPECT_EQ(rig.done[1].path, PrefillPath::prefill_worker);
+  EXPECT_EQ(rig.done[1].path, PrefillPath::local);  // where it was finally prefilled
   EXPECT_TRUE(rig.done[1].reprefilled);
   EXPECT_FALSE(rig.done[1].prefill_done) << "the prefill worker never saw it";
   EXPECT_EQ(rig.tokens[1], 4);
