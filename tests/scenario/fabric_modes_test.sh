@@ -4,48 +4,21 @@
 # each link class carried must agree within 3%. Then the effects, each against the hand estimate beside it.
 set -u
 exe=$1 dir=$2
-out=$(mktemp -d)
-trap 'rm -rf "$out"' EXIT
-fail=0
-
-# run NAME SCENARIO ARGS...: prints "TTFT TPOT NVLINK_BYTES NIC_BYTES" of the run.
-run() {
-  local name=$1 scenario=$2
-  shift 2
-  if ! "$exe" run "$dir/$scenario.json" --out "$out/$name" --set outputs.trace=false --set outputs.html=false "$@" \
-      >"$out/$name.stdout" 2>&1; then
-    echo "FAIL: $name exited non-zero" >&2; cat "$out/$name.stdout" >&2; return 1
-  fi
-  python3 -c '
-import json, sys
-r = json.load(open(sys.argv[1]))
-l, k = r["latency_ms"], r["links"]
-print(l["ttft"]["mean"], l["tpot"]["mean"], k["nvlink"]["bytes"], k["nic"]["bytes"])' "$out/$name/report.json"
-}
-
-# check WHAT VALUE LOW HIGH: LOW <= VALUE <= HIGH.
-check() {
-  if python3 -c 'import sys; v,lo,hi=map(float,sys.argv[2:5]); sys.exit(0 if lo <= v <= hi else 1)' "$@"; then
-    echo "ok: $1 = $2 in [$3, $4]"
-  else
-    echo "FAIL: $1 = $2, expected in [$3, $4]"; fail=1
-  fi
-}
-ratio() { python3 -c 'import sys; a,b=map(float,sys.argv[1:3]); print(a / b if b else (1.0 if a == b else float("inf")))' "$1" "$2"; }
+source "$(dirname "$0")/effect_checks.sh"
+# figures NAME SCENARIO ARGS...: prints "TTFT TPOT NVLINK_BYTES NIC_BYTES" (means in ms; bytes) of the run.
+figures() { run "$@" && get "$1" latency_ms.ttft.mean latency_ms.tpot.mean links.nvlink.bytes links.nic.bytes; }
 
 # agree SCENARIO: fast and exact within 3%; leaves the fast run's figures in fast_* for the effect checks.
 agree() {
   local s=$1
-  read -r fast_ttft fast_tpot fast_nvl fast_nic < <(run "$s-fast" "$s") || { fail=1; return; }
-  read -r ex_ttft ex_tpot ex_nvl ex_nic < <(run "$s-exact" "$s" --set run.fabric_mode=exact) || { fail=1; return; }
+  read -r fast_ttft fast_tpot fast_nvl fast_nic < <(figures "$s-fast" "$s") || { fail=1; return; }
+  read -r ex_ttft ex_tpot ex_nvl ex_nic < <(figures "$s-exact" "$s" --set run.fabric_mode=exact) || { fail=1; return; }
   check "$s: TTFT fast / exact" "$(ratio "$fast_ttft" "$ex_ttft")" 0.97 1.03
   check "$s: TPOT fast / exact" "$(ratio "$fast_tpot" "$ex_tpot")" 0.97 1.03
   check "$s: NVLink bytes fast / exact" "$(ratio "$fast_nvl" "$ex_nvl")" 0.97 1.03
   check "$s: NIC bytes fast / exact" "$(ratio "$fast_nic" "$ex_nic")" 0.97 1.03
 }
 
-# kv(NAME): the KV bytes the prefill instances sent (report.json kv.transfer_bytes).
-kv() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["kv"]["transfer_bytes"])' "$out/$1/report.json"; }
 
 # P/D KV during EP64 decode (DeepSeek-V3, 16K-token prompts from one TP8 prefill instance, 64 in flight).
 agree kv-nvlink-ep64-decode
@@ -60,7 +33,7 @@ check "kv over nvlink vs rdma: TPOT ratio" "$(ratio "$nvl_tpot" "$fast_tpot")" 0
 check "kv over rdma vs nvlink: TTFT ratio" "$(ratio "$fast_ttft" "$nvl_ttft")" 1.0001 1.003
 # Link bytes: over RDMA every KV byte crosses a NIC twice (the sender's tx, the receiver's rx) as wire
 # bytes at the RDMA efficiency; over NVLink the same bytes cross an uplink and a downlink instead.
-kv_bytes=$(kv kv-rdma-ep64-decode-fast)
+kv_bytes=$(get kv-rdma-ep64-decode-fast kv.transfer_bytes)
 wire=$(python3 -c "print(2 * $kv_bytes / 0.9025)")
 check "kv over rdma: NIC bytes / (2 x KV / 0.9025)" "$(ratio "$fast_nic" "$wire")" 0.99 1.01
 check "kv over nvlink: NVLink bytes beyond rdma's / (2 x KV / 0.9025)" \

@@ -8,40 +8,18 @@
 # 7168 fp8 bytes), 0.06 us at 900 GB/s against ~10 us of fixed cost: latency-bound.
 set -u
 exe=$1 dir=$2
-out=$(mktemp -d)
-trap 'rm -rf "$out"' EXIT
-fail=0
-
-# run NAME SCENARIO ARGS...: prints "TTFT TPOT" (means, ms) of the run.
-run() {
-  local name=$1 scenario=$2
-  shift 2
-  if ! "$exe" run "$dir/$scenario.json" --out "$out/$name" --set outputs.trace=false --set outputs.html=false "$@" \
-      >"$out/$name.stdout" 2>&1; then
-    echo "FAIL: $name exited non-zero" >&2; cat "$out/$name.stdout" >&2; return 1
-  fi
-  python3 -c 'import json,sys; l=json.load(open(sys.argv[1]))["latency_ms"]; print(l["ttft"]["mean"], l["tpot"]["mean"])' \
-    "$out/$name/report.json"
-}
-
-# check WHAT VALUE LOW HIGH: LOW <= VALUE <= HIGH.
-check() {
-  if python3 -c 'import sys; v,lo,hi=map(float,sys.argv[2:5]); sys.exit(0 if lo <= v <= hi else 1)' "$@"; then
-    echo "ok: $1 = $2 in [$3, $4]"
-  else
-    echo "FAIL: $1 = $2, expected in [$3, $4]"; fail=1
-  fi
-}
-ratio() { python3 -c 'import sys; print(float(sys.argv[1]) / float(sys.argv[2]))' "$1" "$2"; }
+source "$(dirname "$0")/effect_checks.sh"
+# latencies NAME SCENARIO ARGS...: prints "TTFT TPOT" (means, ms) of the run.
+latencies() { run "$@" && get "$1" latency_ms.ttft.mean latency_ms.tpot.mean; }
 whole=(--set 'faults[0].at_s=0' --set 'faults[0].duration_s=4000')
 
 # Straggler: normal rank 4 at half clock. Compute-bound kernels take 2x, HBM-bound ones 1/0.75 = 1.33x
 # (gb300.json's throttle_memory_coupling 0.5: memory at 1 - 0.5 x 0.5), the all-to-alls and launch gaps
 # not at all; the EP8 group steps in lockstep, so every rank's step takes rank 4's. With the step ~2/3
 # HBM-bound kernels, a little compute and ~1/3 collectives and gaps: TPOT x 1.15 .. 1.40 over the whole run.
-read -r base_ttft base_tpot < <(run straggler-none straggler --set 'faults=[]') || fail=1
-read -r _ tpot < <(run straggler straggler) || fail=1
-read -r _ whole_tpot < <(run straggler-whole straggler "${whole[@]}") || fail=1
+read -r base_ttft base_tpot < <(latencies straggler-none straggler --set 'faults=[]') || fail=1
+read -r _ tpot < <(latencies straggler straggler) || fail=1
+read -r _ whole_tpot < <(latencies straggler-whole straggler "${whole[@]}") || fail=1
 check "straggler: TPOT with / without the 120 s throttle" "$(ratio "$tpot" "$base_tpot")" 1.001 1.2
 check "straggler: TPOT throttled all run / never" "$(ratio "$whole_tpot" "$base_tpot")" 1.15 1.40
 
@@ -51,9 +29,9 @@ check "straggler: TPOT throttled all run / never" "$(ratio "$whole_tpot" "$base_
 # down all run (data 18x slower), the local prefills' all-to-alls (~10 MB per prompt token over the
 # 58 MoE layers, ~11 us per token at 900 GB/s beside ~30 us of compute; flows into rank 1 from every
 # rank's prefill slowed) lengthen TTFT by a few per cent, at most +50%.
-read -r base_ttft base_tpot < <(run nvlink-none nvlink-error --set 'faults=[]') || fail=1
-read -r _ whole_tpot < <(run nvlink-whole nvlink-error "${whole[@]}") || fail=1
-read -r most_ttft most_tpot < <(run nvlink-17 nvlink-error "${whole[@]}" --set 'faults[0].links=17') || fail=1
+read -r base_ttft base_tpot < <(latencies nvlink-none nvlink-error --set 'faults=[]') || fail=1
+read -r _ whole_tpot < <(latencies nvlink-whole nvlink-error "${whole[@]}") || fail=1
+read -r most_ttft most_tpot < <(latencies nvlink-17 nvlink-error "${whole[@]}" --set 'faults[0].links=17') || fail=1
 check "nvlink_error: TPOT with 6 ports down all run / none" "$(ratio "$whole_tpot" "$base_tpot")" 0.99 1.01
 check "nvlink_error: TTFT with 17 ports down all run / none" "$(ratio "$most_ttft" "$base_ttft")" 1.02 1.5
 check "nvlink_error: TPOT with 17 ports down all run / none" "$(ratio "$most_tpot" "$base_tpot")" 1.0 1.05
@@ -63,9 +41,9 @@ check "nvlink_error: TPOT with 17 ports down all run / none" "$(ratio "$most_tpo
 # to the decode rank over RDMA through it: ~4 ms at 90 GB/s becomes ~16 ms, on about a third of the
 # requests, and the next prompt's KV queues behind it: TTFT rises, by a few per cent over the whole run
 # (at most +50%); decode does not cross the NIC (TPOT within 1%).
-read -r base_ttft base_tpot < <(run degrade-none link-degrade --set 'faults=[]') || fail=1
-read -r ttft _ < <(run degrade link-degrade) || fail=1
-read -r whole_ttft whole_tpot < <(run degrade-whole link-degrade "${whole[@]}") || fail=1
+read -r base_ttft base_tpot < <(latencies degrade-none link-degrade --set 'faults=[]') || fail=1
+read -r ttft _ < <(latencies degrade link-degrade) || fail=1
+read -r whole_ttft whole_tpot < <(latencies degrade-whole link-degrade "${whole[@]}") || fail=1
 check "link_degrade: TTFT with / without the 120 s degrade" "$(ratio "$ttft" "$base_ttft")" 1.001 1.2
 check "link_degrade: TTFT degraded all run / never" "$(ratio "$whole_ttft" "$base_ttft")" 1.02 1.5
 check "link_degrade: TPOT degraded all run / never" "$(ratio "$whole_tpot" "$base_tpot")" 0.99 1.01

@@ -18,34 +18,7 @@
 # use, and that its copies crossed the shared Grace memory channel.
 set -u
 exe=$1 dir=$2
-out=$(mktemp -d)
-trap 'rm -rf "$out"' EXIT
-fail=0
-
-# run NAME SCENARIO ARGS...: the run's report.json path.
-run() {
-  local name=$1 scenario=$2
-  shift 2
-  if ! "$exe" run "$dir/$scenario.json" --out "$out/$name" --set outputs.trace=false --set outputs.html=false "$@" \
-      >"$out/$name.stdout" 2>&1; then
-    echo "FAIL: $name exited non-zero" >&2; cat "$out/$name.stdout" >&2; return 1
-  fi
-}
-# get NAME PATH: a figure of NAME's report.json ("latency_ms.ttft.mean").
-get() {
-  python3 -c 'import json,sys; v=json.load(open(sys.argv[1]))
-for k in sys.argv[2].split("."): v=v[k]
-print(v)' "$out/$1/report.json" "$2"
-}
-# check WHAT VALUE LOW HIGH: LOW <= VALUE <= HIGH.
-check() {
-  if python3 -c 'import sys; v,lo,hi=map(float,sys.argv[2:5]); sys.exit(0 if lo <= v <= hi else 1)' "$@"; then
-    echo "ok: $1 = $2 in [$3, $4]"
-  else
-    echo "FAIL: $1 = $2, expected in [$3, $4]"; fail=1
-  fi
-}
-ratio() { python3 -c 'import sys; print(float(sys.argv[1]) / float(sys.argv[2]))' "$1" "$2"; }
+source "$(dirname "$0")/effect_checks.sh"
 
 run on grace-tier-offload || exit 1
 run off grace-tier-offload --set deployment.grace_tier=off || exit 1
