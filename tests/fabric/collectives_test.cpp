@@ -42,6 +42,19 @@ void expect_paths_agree(const fabric::ClusterSpec& spec, const std::vector<hal::
   EXPECT_NEAR(static_cast<double>(fast.ns()), static_cast<double>(exact.ns()), kPathTolerance * static_cast<double>(exact.ns()));
 }
 
+// An EP64 dispatch sending bytes(i, j) from rank i to rank j: fast and exact within 1%.
+template <typename Bytes>
+void expect_unequal_ep64_agrees(Bytes bytes) {
+  auto ops = fabric::uniform_all_to_all(64, 1, hal::AllToAllRole::moe_dispatch);
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    for (std::size_t j = 0; j < ops[i].send_bytes.size(); ++j) ops[i].send_bytes[j] = i == j ? 0 : bytes(i, j);
+  }
+  const auto spec = fabric::make_cluster("gb300-nvl72", 1);
+  const auto fast = fabric::time_collective(spec, ranks(64), ops, true);
+  const auto exact = fabric::time_collective(spec, ranks(64), ops, false);
+  EXPECT_NEAR(static_cast<double>(fast.ns()), static_cast<double>(exact.ns()), 0.01 * static_cast<double>(exact.ns()));
+}
+
 struct Rig {
   rt::VirtualRuntime rt;
   fabric::Fabric fab;
@@ -60,31 +73,13 @@ TEST(Collectives, FastAndExactAgreeOnEp64Dispatch) {
 TEST(Collectives, FastAndExactAgreeOnAnEp64AllToAllOfUnequalSizes) {
   // Sampled expert routing gives every pair its own size: thousands of distinct completions, which the
   // fast path takes in batches of those ending within 0.5% of each other; the exact mode one by one.
-  auto ops = fabric::uniform_all_to_all(64, 1, hal::AllToAllRole::moe_dispatch);
-  for (std::size_t i = 0; i < ops.size(); ++i) {
-    for (std::size_t j = 0; j < ops[i].send_bytes.size(); ++j) {
-      ops[i].send_bytes[j] = i == j ? 0 : ((i * 7 + j * 13) % 17 + 1) * 32'768;
-    }
-  }
-  const auto spec = fabric::make_cluster("gb300-nvl72", 1);
-  const auto fast = fabric::time_collective(spec, ranks(64), ops, true);
-  const auto exact = fabric::time_collective(spec, ranks(64), ops, false);
-  EXPECT_NEAR(static_cast<double>(fast.ns()), static_cast<double>(exact.ns()), 0.01 * static_cast<double>(exact.ns()));
+  expect_unequal_ep64_agrees([](std::size_t i, std::size_t j) { return ((i * 7 + j * 13) % 17 + 1) * 32'768; });
 }
 
 TEST(Collectives, FastAndExactAgreeOnALatencyBoundEp64AllToAllOfUnequalSizes) {
   // A decode step's dispatch: one to eight tokens' 7,168 fp8 bytes per pair, ~10 us of fixed cost
   // beside well under 0.1 us on the busiest link: priced without solving, within 1% of the flows.
-  auto ops = fabric::uniform_all_to_all(64, 1, hal::AllToAllRole::moe_dispatch);
-  for (std::size_t i = 0; i < ops.size(); ++i) {
-    for (std::size_t j = 0; j < ops[i].send_bytes.size(); ++j) {
-      ops[i].send_bytes[j] = i == j ? 0 : ((i * 5 + j * 3) % 8 + 1) * 7'168;
-    }
-  }
-  const auto spec = fabric::make_cluster("gb300-nvl72", 1);
-  const auto fast = fabric::time_collective(spec, ranks(64), ops, true);
-  const auto exact = fabric::time_collective(spec, ranks(64), ops, false);
-  EXPECT_NEAR(static_cast<double>(fast.ns()), static_cast<double>(exact.ns()), 0.01 * static_cast<double>(exact.ns()));
+  expect_unequal_ep64_agrees([](std::size_t i, std::size_t j) { return ((i * 5 + j * 3) % 8 + 1) * 7'168; });
 }
 
 TEST(Collectives, FastAndExactAgreeOnMixedNvlinkAndRdmaAllToAll) {
