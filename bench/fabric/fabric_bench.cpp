@@ -8,6 +8,7 @@
 #include "fabric/fabric_collectives.h"
 #include "fabric/probe.h"
 #include "fabric/profile_loader.h"
+#include "fabric/sampled_routing.h"
 
 using namespace nvl;
 
@@ -146,6 +147,48 @@ void BM_Ep64DecodeSteps(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_Ep64DecodeSteps)->Unit(benchmark::kMicrosecond);
+
+// A fresh EP64 all-to-all of unequal sizes per call, as sampled expert routing sends one every step:
+// rank r has 1..64 tokens (decode) or 2K..16K (a prefill chunk), each token picks its top-8 of 256
+// experts by Zipf(skew) popularity (4 experts per rank), 7,168 bytes per token and expert. The matrices
+// are drawn up front; the group is made afresh (untimed) when they come round again, so every call
+// prices a new signature, arrivals and completion events included.
+void BM_Ep64SampledAllToAll(benchmark::State& state) {
+  const bool prefill = state.range(0) != 0;
+  fabric::SampledRouting routing;
+  routing.skew = static_cast<double>(state.range(1)) / 10;
+  const int matrices = prefill ? 4 : 64;
+  std::uint64_t x = 2024;
+  std::vector<std::vector<hal::SharedCollectiveOp>> calls;
+  for (int m = 0; m < matrices; ++m) {
+    std::vector<int> tokens(64);
+    for (auto& t : tokens) {
+      x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+      t = prefill ? 2048 + static_cast<int>((x >> 33) % 14337) : 1 + static_cast<int>((x >> 33) % 64);
+    }
+    calls.push_back(fabric::shared_parts(fabric::sampled_all_to_all(routing, tokens, static_cast<std::uint64_t>(m))));
+  }
+  rt::VirtualRuntime rt;
+  fabric::Fabric fab(rt, rack(), fabric::FabricOptions{rt::Duration()});
+  fabric::FabricCollectives coll(fab);
+  auto group = coll.create_group("ep64", ep64());
+  std::size_t next = 0;
+  for (auto _ : state) {
+    if (next == calls.size()) {
+      state.PauseTiming();
+      group = coll.create_group("ep64", ep64());
+      next = 0;
+      state.ResumeTiming();
+    }
+    const auto& parts = calls[next++];
+    for (int r = 0; r < 64; ++r) group->arrive(r, parts[static_cast<std::size_t>(r)], [](const hal::HalError*) {});
+    rt.run();
+  }
+}
+BENCHMARK(BM_Ep64SampledAllToAll)
+    ->ArgsProduct({{0, 1}, {0, 10}})
+    ->ArgNames({"prefill", "skew10"})
+    ->Unit(benchmark::kMicrosecond);
 
 // The same dispatch as 4,032 live flows (the exact path, as when faults or other traffic are present).
 void BM_Ep64DispatchExact(benchmark::State& state) {
