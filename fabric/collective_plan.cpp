@@ -105,6 +105,12 @@ int ceil_log2(int n) { return n <= 1 ? 0 : static_cast<int>(std::bit_width(stati
 
 }  // namespace
 
+const AllToAllKernel& all_to_all_kernel(const CollectiveProfile& profile, hal::AllToAllRole role) {
+  return role == hal::AllToAllRole::moe_dispatch  ? profile.a2a_dispatch
+         : role == hal::AllToAllRole::moe_combine ? profile.a2a_combine
+                                                  : profile.a2a_plain;
+}
+
 void plan_collective(const Fabric& fabric, const std::vector<hal::DeviceId>& members,
                      const std::vector<hal::SharedCollectiveOp>& ops, CollectivePlan& plan) {
   const CollectiveProfile& cp = fabric.profile().collectives;
@@ -120,9 +126,7 @@ void plan_collective(const Fabric& fabric, const std::vector<hal::DeviceId>& mem
   };
   switch (op.kind) {
     case hal::CollectiveKind::all_to_all: {
-      const AllToAllKernel& k = op.role == hal::AllToAllRole::moe_dispatch  ? cp.a2a_dispatch
-                                : op.role == hal::AllToAllRole::moe_combine ? cp.a2a_combine
-                                                                            : cp.a2a_plain;
+      const AllToAllKernel& k = all_to_all_kernel(cp, op.role);
       p.all_to_all(ops, k.efficiency);
       return p.finish("one-sided", k.launch + k.per_peer * (n - 1), k.sync);
     }

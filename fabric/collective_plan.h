@@ -53,6 +53,9 @@ struct CollectivePlan {
   }
 };
 
+// The kernel an all-to-all of this role runs (its launch, per-peer and sync costs and wire efficiency).
+const AllToAllKernel& all_to_all_kernel(const CollectiveProfile& profile, hal::AllToAllRole role);
+
 // ops[r] is member r's part; they have been checked to agree. Throws hal::HalError when a route is down.
 // Fills `plan` afresh (reusing its buffers).
 void plan_collective(const Fabric& fabric, const std::vector<hal::DeviceId>& members,

@@ -11,8 +11,6 @@ namespace {
 
 // A flow within this share of the elapsed time of its end ends in the same solve (see price()).
 constexpr double kFinishSlack = 0.005;
-// A call whose busiest channel needs less than this share of its fixed cost is priced without solving.
-constexpr double kLatencyBoundShare = 0.01;
 
 // The least remaining bytes among a round's flows, by independent running minimums (a single one would
 // be a chain of dependent compares). A minimum does not depend on the order it is taken in.

@@ -14,6 +14,9 @@ namespace nvl::fabric {
 
 class CollectivePricer {
  public:
+  // A call whose busiest channel needs less than this share of its fixed cost is priced without solving.
+  static constexpr double kLatencyBoundShare = 0.01;
+
   // Takes a plan to price and returns the channels it uses, once each, ascending (the caller checks
   // them before pricing). The plan must stay as it is until price().
   const std::vector<int>& load(const CollectivePlan& plan, const Fabric& fabric);

@@ -367,14 +367,21 @@ FabricCommGroup::Cache::value_type* FabricCommGroup::entry_for(const Ops& ops, s
     used(*entry);
     return entry;
   }
-  try {
-    plan_collective(fabric_, members_, ops, plan_);
-  } catch (const hal::HalError& e) {
-    fail_call(done, hal::HalError(e.device(), op_name(name), e.cause(), e.what()));
-    return nullptr;
+  std::optional<Cached> c;
+  CrossbarAllToAll::Priced& x = crossbar_priced_;
+  if (ops.front()->kind == hal::CollectiveKind::all_to_all && crossbar_.price(fabric_, members_, ops, x) &&
+      (!idle_only || fast_ok(x.channels))) {
+    c = cached(std::move(x.channels), std::move(x.channel_bytes), std::move(x.channel_flows), x.done);
+  } else {
+    try {
+      plan_collective(fabric_, members_, ops, plan_);
+    } catch (const hal::HalError& e) {
+      fail_call(done, hal::HalError(e.device(), op_name(name), e.cause(), e.what()));
+      return nullptr;
+    }
+    c = price_plan(plan_, idle_only);
+    if (!c) return nullptr;
   }
-  auto c = price_plan(plan_, idle_only);
-  if (!c) return nullptr;
   ++stats_.priced;
   c->ops = ops;
   // Bounded: decode steps keep meeting new token counts, and an EP all-to-all's key alone is 32 KB.
@@ -419,20 +426,25 @@ void FabricCommGroup::run_call(const Ops& ops, std::vector<hal::CollectiveDone>&
 std::optional<FabricCommGroup::Cached> FabricCommGroup::price_plan(const CollectivePlan& plan, bool idle_only) {
   const std::vector<int>& channels = pricer_.load(plan, fabric_);
   if (idle_only && !fast_ok(channels)) return std::nullopt;
-  Cached c;
-  c.channels = std::make_shared<const std::vector<int>>(channels);
+  std::vector<int> held = channels;
   std::vector<rt::Duration> done;
   std::vector<double> bytes;
   pricer_.price(static_cast<int>(members_.size()), done, bytes);
-  c.channel_bytes = std::make_shared<const std::vector<double>>(std::move(bytes));
-  const std::vector<int>& held = *c.channels;
   std::vector<int> flows(held.size(), 0);
   for (const PlannedFlow& f : plan.flows) {
     for (int ch : plan.route(f)) {
       ++flows[static_cast<std::size_t>(std::lower_bound(held.begin(), held.end(), ch) - held.begin())];
     }
   }
-  c.channel_flows = std::make_shared<const std::vector<int>>(std::move(flows));
+  return cached(std::move(held), std::move(bytes), std::move(flows), done);
+}
+
+FabricCommGroup::Cached FabricCommGroup::cached(std::vector<int> channels, std::vector<double> channel_bytes,
+                                                std::vector<int> channel_flows, const std::vector<rt::Duration>& done) {
+  Cached c;
+  c.channels = std::make_shared<const std::vector<int>>(std::move(channels));
+  c.channel_bytes = std::make_shared<const std::vector<double>>(std::move(channel_bytes));
+  c.channel_flows = std::make_shared<const std::vector<int>>(std::move(channel_flows));
   c.by_finish.resize(done.size());
   std::iota(c.by_finish.begin(), c.by_finish.end(), 0);
   std::stable_sort(c.by_finish.begin(), c.by_finish.end(),

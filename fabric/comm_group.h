@@ -18,6 +18,7 @@
 
 #include "engine/hal/collectives.h"
 #include "fabric/collective_pricer.h"
+#include "fabric/crossbar_all_to_all.h"
 #include "fabric/fabric.h"
 
 namespace nvl::fabric {
@@ -99,6 +100,9 @@ class FabricCommGroup final : public hal::CommGroup {
   static std::size_t signature_hash(const Ops& ops);
   // The plan priced offline; nothing when a channel it uses is degraded or busy and `idle_only`.
   std::optional<Cached> price_plan(const CollectivePlan& plan, bool idle_only);
+  // The entry for a priced call: its held traffic, and its members grouped by completion time.
+  static Cached cached(std::vector<int> channels, std::vector<double> channel_bytes, std::vector<int> channel_flows,
+                       const std::vector<rt::Duration>& done);
   void start_repeat(Repeat& r);
   bool fast_ok(const std::vector<int>& channels) const;
   // Holds `traffic` and finishes the members at now + finish[g] (groups as in Cached). Takes the
@@ -138,6 +142,9 @@ class FabricCommGroup final : public hal::CommGroup {
   std::deque<FastRun> fast_runs_;             // a deque: a run's callbacks may start another run
   std::vector<std::uint32_t> free_fast_runs_;  // slots of fast_runs_ not in flight
   CollectivePlan plan_;                       // the last plan made, kept for its buffers
+  // An all-to-all on one switch layer is priced without a plan; its answer's buffers are kept.
+  CrossbarAllToAll crossbar_;
+  CrossbarAllToAll::Priced crossbar_priced_;
   // Hashed: an EP all-to-all's signature holds the whole byte matrix, which ordered lookups compare
   // many times over. A lookup reads the call's ops in place (SignatureView) rather than copying the
   // 40 KB key out of them on every call; the key is built only when a new signature is stored, and

@@ -28,24 +28,30 @@ std::vector<hal::SharedCollectiveOp> shared_parts(const std::vector<hal::Collect
   return parts;
 }
 
-rt::Duration time_collective(const ClusterSpec& spec, const std::vector<hal::DeviceId>& members,
-                             const std::vector<hal::CollectiveOp>& ops, bool fast_path) {
+std::vector<rt::Duration> member_times(const ClusterSpec& spec, const std::vector<hal::DeviceId>& members,
+                                       const std::vector<hal::CollectiveOp>& ops, bool fast_path) {
   rt::VirtualRuntime rt;
   Fabric fabric(rt, spec, FabricOptions{rt::Duration()});
   FabricCollectives collectives(fabric, CollectivesOptions{fast_path});
   auto group = collectives.create_group("probe", members);
-  rt::Time last;
+  std::vector<rt::Duration> done(ops.size());
   std::optional<hal::HalError> failure;
   const auto parts = shared_parts(ops);
   for (std::size_t r = 0; r < parts.size(); ++r) {
-    group->arrive(static_cast<int>(r), parts[r], [&](const hal::HalError* e) {
+    group->arrive(static_cast<int>(r), parts[r], [&, r](const hal::HalError* e) {
       if (e != nullptr && !failure) failure.emplace(*e);
-      last = std::max(last, rt.now());
+      done[r] = rt.now() - rt::Time::zero();
     });
   }
   rt.run();
   if (failure) throw *failure;
-  return last - rt::Time::zero();
+  return done;
+}
+
+rt::Duration time_collective(const ClusterSpec& spec, const std::vector<hal::DeviceId>& members,
+                             const std::vector<hal::CollectiveOp>& ops, bool fast_path) {
+  const std::vector<rt::Duration> done = member_times(spec, members, ops, fast_path);
+  return *std::max_element(done.begin(), done.end());
 }
 
 }  // namespace nvl::fabric

@@ -16,6 +16,11 @@ std::vector<hal::CollectiveOp> uniform_all_to_all(int members, std::uint64_t byt
 // Each member's part as a group takes it: shared (new objects, as a graph's ops are until it replays them).
 std::vector<hal::SharedCollectiveOp> shared_parts(const std::vector<hal::CollectiveOp>& ops);
 
+// Each member's completion, from the moment all members arrive (together, at t = 0).
+// Throws the collective's hal::HalError if it fails.
+std::vector<rt::Duration> member_times(const ClusterSpec& spec, const std::vector<hal::DeviceId>& members,
+                                       const std::vector<hal::CollectiveOp>& ops, bool fast_path = true);
+
 // Time from the moment all members arrive (together, at t = 0) to the last member's completion.
 // Throws the collective's hal::HalError if it fails.
 rt::Duration time_collective(const ClusterSpec& spec, const std::vector<hal::DeviceId>& members,

@@ -1,0 +1,158 @@
+#include "fabric/crossbar_all_to_all.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "fabric/collective_plan.h"
+#include "fabric/collective_pricer.h"
+
+namespace nvl::fabric {
+
+namespace {
+// Half the 1% the tests hold the fast path to against the exact mode.
+constexpr double kTolerance = 0.005;
+}  // namespace
+
+bool CrossbarAllToAll::crossbar(const Fabric& fabric, const std::vector<hal::DeviceId>& members) {
+  if (checked_ && routes_version_ == fabric.routes_version() && members_ == members) return crossbar_;
+  checked_ = true;
+  routes_version_ = fabric.routes_version();
+  members_ = members;
+  const std::size_t n = members.size();
+  up_.resize(n);
+  down_.resize(n);
+  for (std::size_t m = 0; m < n; ++m) {
+    const GpuPorts& g = fabric.topology().gpu(members[m]);
+    up_[m] = g.nvl_up;
+    down_[m] = g.nvl_down;
+  }
+  latency_.assign(n * n, rt::Duration());
+  crossbar_ = false;
+  std::vector<int> route;
+  for (std::size_t i = 0; i < n; ++i) {
+    for (std::size_t j = 0; j < n; ++j) {
+      if (i == j) continue;
+      if (members[i] == members[j] || !fabric.same_domain(members[i], members[j])) return false;
+      route.clear();
+      try {
+        latency_[i * n + j] = fabric.append_gpu_route(members[i], members[j], route);
+      } catch (const hal::HalError&) {
+        return false;  // a link down: the full plan names it
+      }
+      if (route.size() != 2 || route[0] != up_[i] || route[1] != down_[j]) return false;
+    }
+  }
+  crossbar_ = true;
+  return true;
+}
+
+void CrossbarAllToAll::share(const std::vector<hal::SharedCollectiveOp>& ops, std::size_t m, bool egress,
+                             double capacity, double efficiency) {
+  const std::size_t n = ops.size();
+  sizes_.clear();
+  for (std::size_t p = 0; p < n; ++p) {
+    const std::uint64_t bytes = egress ? ops[m]->send_bytes[p] : ops[p]->send_bytes[m];
+    if (bytes != 0 && p != m) sizes_.emplace_back(static_cast<double>(bytes) / efficiency, static_cast<int>(p));
+  }
+  // Equal shares: while k flows are left, each moves at capacity / k, so the j-th smallest ends once
+  // the smaller ones have moved and every flow still there has moved its size.
+  std::sort(sizes_.begin(), sizes_.end());
+  std::vector<double>& ends = egress ? end_up_ : end_down_;
+  double moved = 0;
+  for (std::size_t q = 0; q < sizes_.size(); ++q) {
+    const auto [bytes, p] = sizes_[q];
+    const std::size_t pair = egress ? m * n + static_cast<std::size_t>(p) : static_cast<std::size_t>(p) * n + m;
+    ends[pair] = (moved + static_cast<double>(sizes_.size() - q) * bytes) / capacity;
+    moved += bytes;
+  }
+}
+
+bool CrossbarAllToAll::price(const Fabric& fabric, const std::vector<hal::DeviceId>& members,
+                             const std::vector<hal::SharedCollectiveOp>& ops, Priced& out) {
+  if (!crossbar(fabric, members)) return false;
+  const std::size_t n = members.size();
+  const hal::CollectiveOp& op = *ops.front();
+  const AllToAllKernel& k = all_to_all_kernel(fabric.profile().collectives, op.role);
+  // Loads summed in the plan's flow order (by source, then destination), as the pricer sums them.
+  load_up_.assign(n, 0);
+  load_down_.assign(n, 0);
+  flows_up_.assign(n, 0);
+  flows_down_.assign(n, 0);
+  rt::Duration max_latency;
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::vector<std::uint64_t>& row = ops[i]->send_bytes;
+    for (std::size_t j = 0; j < n; ++j) {
+      if (row[j] == 0 || i == j) continue;
+      const double wire = static_cast<double>(row[j]) / k.efficiency;
+      load_up_[i] += wire;
+      load_down_[j] += wire;
+      ++flows_up_[i];
+      ++flows_down_[j];
+      max_latency = std::max(max_latency, latency_[i * n + j]);
+    }
+  }
+  // Entries 0..n-1 are the members' egress channels, n..2n-1 their ingress ones.
+  order_.clear();
+  for (std::size_t m = 0; m < n; ++m) {
+    if (flows_up_[m] > 0) order_.push_back(static_cast<int>(m));
+    if (flows_down_[m] > 0) order_.push_back(static_cast<int>(n + m));
+  }
+  auto channel = [&](int e) { return e < static_cast<int>(n) ? up_[static_cast<std::size_t>(e)] : down_[static_cast<std::size_t>(e) - n]; };
+  std::sort(order_.begin(), order_.end(), [&](int a, int b) { return channel(a) < channel(b); });
+  out.channels.clear();
+  out.channel_bytes.clear();
+  out.channel_flows.clear();
+  for (int e : order_) {
+    const auto ue = static_cast<std::size_t>(e);
+    const int c = channel(e);
+    if (fabric.flows().capacity(c) <= 0) return false;
+    out.channels.push_back(c);
+    out.channel_bytes.push_back(ue < n ? load_up_[ue] : load_down_[ue - n]);
+    out.channel_flows.push_back(ue < n ? flows_up_[ue] : flows_down_[ue - n]);
+  }
+  double busiest_s = 0;
+  for (std::size_t m = 0; m < n; ++m) {
+    if (flows_up_[m] > 0) busiest_s = std::max(busiest_s, load_up_[m] / fabric.flows().capacity(up_[m]));
+    if (flows_down_[m] > 0) busiest_s = std::max(busiest_s, load_down_[m] / fabric.flows().capacity(down_[m]));
+  }
+  const rt::Duration overhead = k.launch + k.per_peer * (static_cast<int>(n) - 1);
+  const rt::Duration fixed = overhead + k.sync + max_latency;
+  out.done.assign(n, fixed);
+  // A latency-bound call is priced from its busiest channel, as the pricer prices it.
+  const bool latency_bound =
+      busiest_s * 1e9 < CollectivePricer::kLatencyBoundShare * static_cast<double>(fixed.ns());
+  if (!latency_bound) {
+    end_up_.assign(n * n, 0);
+    end_down_.assign(n * n, 0);
+    for (std::size_t m = 0; m < n; ++m) {
+      share(ops, m, true, fabric.flows().capacity(up_[m]), k.efficiency);
+      share(ops, m, false, fabric.flows().capacity(down_[m]), k.efficiency);
+    }
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::vector<std::uint64_t>& row = ops[i]->send_bytes;
+    for (std::size_t j = 0; j < n; ++j) {
+      if (row[j] == 0 || i == j) continue;
+      const double drained_s = latency_bound ? busiest_s : std::max(end_up_[i * n + j], end_down_[i * n + j]);
+      const rt::Duration end =
+          overhead + rt::ns(static_cast<std::int64_t>(std::ceil(drained_s * 1e9))) + latency_[i * n + j];
+      out.done[i] = std::max(out.done[i], end);
+      out.done[j] = std::max(out.done[j], end);
+    }
+  }
+  if (latency_bound) return true;
+  // Shared equally on each channel alone, a flow may end later than max-min gives it (its peers there,
+  // held back on their other channels, leave it more). No member can be done before its busier channel
+  // has drained, so where that bound lies within kTolerance of the estimate the estimate stands;
+  // elsewhere the full plan solves it.
+  for (std::size_t m = 0; m < n; ++m) {
+    const double drained_s = std::max(flows_up_[m] > 0 ? load_up_[m] / fabric.flows().capacity(up_[m]) : 0,
+                                      flows_down_[m] > 0 ? load_down_[m] / fabric.flows().capacity(down_[m]) : 0);
+    const double bound_ns = static_cast<double>((overhead + max_latency).ns()) + drained_s * 1e9;
+    const double estimate_ns = static_cast<double>(out.done[m].ns());
+    if (estimate_ns - bound_ns > kTolerance * estimate_ns) return false;
+  }
+  return true;
+}
+
+}  // namespace nvl::fabric

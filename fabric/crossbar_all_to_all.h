@@ -1,0 +1,56 @@
+#pragma once
+// The fast path's pricing of an all-to-all on one switch layer: where every pair's route is just its
+// source's egress channel and its destination's ingress channel (one NVLink domain), each flow s->d
+// ends when the busier of those two has drained at its capacity (under max-min sharing that channel
+// carries its whole load at full rate), plus the pair's latency; a member is done at its last flow's
+// end. O(members^2) from the byte matrix, with no flow plan and no solve: a sampled-routing all-to-all
+// is new every call, and progressive filling over its 4,032 flows cost milliseconds. The channels'
+// bytes and flow counts are the ones the full plan gives, added in the same order. Tests hold it to the
+// exact mode within 1%.
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "engine/hal/collectives.h"
+#include "fabric/fabric.h"
+
+namespace nvl::fabric {
+
+class CrossbarAllToAll {
+ public:
+  struct Priced {
+    std::vector<int> channels;            // every channel used, once, ascending
+    std::vector<double> channel_bytes;    // wire bytes on each
+    std::vector<int> channel_flows;       // the pairs crossing each
+    std::vector<rt::Duration> done;       // per member, from the moment every member has arrived
+  };
+  // Prices `ops` (an all-to-all whose parts agree) into `out`; false, leaving it unspecified, where a
+  // pair of the members routes otherwise or a channel it needs has no capacity (the full plan then
+  // prices it, or names the link down).
+  bool price(const Fabric& fabric, const std::vector<hal::DeviceId>& members,
+             const std::vector<hal::SharedCollectiveOp>& ops, Priced& out);
+
+ private:
+  // Whether every pair routes over its two channels, checked once per set of members and fabric routes.
+  bool crossbar(const Fabric& fabric, const std::vector<hal::DeviceId>& members);
+
+  // The ends of member m's flows on its egress (or ingress) channel shared equally among them alone, in
+  // seconds from the start of the data.
+  void share(const std::vector<hal::SharedCollectiveOp>& ops, std::size_t m, bool egress, double capacity,
+             double efficiency);
+
+  std::vector<hal::DeviceId> members_;  // what crossbar_ was checked for
+  std::uint64_t routes_version_ = 0;
+  bool checked_ = false;
+  bool crossbar_ = false;
+  std::vector<int> up_, down_;           // per member: its egress and ingress channel
+  std::vector<rt::Duration> latency_;    // per pair, by src * members + dst
+  std::vector<double> load_up_, load_down_;  // per member: wire bytes on its channels
+  std::vector<int> flows_up_, flows_down_;
+  std::vector<int> order_;               // the used channels' entries, by channel
+  // share()'s: a channel's flows (wire bytes, peer) and, per pair, its end on each of its channels alone.
+  std::vector<std::pair<double, int>> sizes_;
+  std::vector<double> end_up_, end_down_;
+};
+
+}  // namespace nvl::fabric
