@@ -30,8 +30,8 @@ FabricCommGroup::FabricCommGroup(Fabric& fabric, CollectivePricer& pricer, std::
       name_(std::move(name)),
       members_(std::move(members)),
       fast_path_(fast_path),
-      next_call_(members_.size(), 0),
-      next_repeat_(members_.size(), 0),
+      calls_(members_.size()),
+      repeats_(members_.size()),
       down_(members_.size(), hal::Xid::none) {
   if (members_.empty()) throw std::invalid_argument("comm group '" + name_ + "' has no members");
   for (hal::DeviceId d : members_) {
@@ -55,30 +55,24 @@ void FabricCommGroup::arrive(int rank, hal::SharedCollectiveOp op, hal::Collecti
     fail_later(std::move(done), hal::HalError(members_[ud], op_name(op->name), down_[ud], why));
     return;
   }
-  const std::uint64_t k = next_call_[static_cast<std::size_t>(rank)]++;
-  while (calls_.size() <= k - first_call_) {
+  Call& call = calls_.arrive(static_cast<std::size_t>(rank), [&] {
+    Call c;
     if (spare_calls_.empty()) {
-      calls_.emplace_back();
-      calls_.back().ops.resize(static_cast<std::size_t>(n));
+      c.ops.resize(static_cast<std::size_t>(n));
     } else {
-      calls_.push_back(std::move(spare_calls_.back()));
+      c = std::move(spare_calls_.back());
       spare_calls_.pop_back();
     }
     // Emptied by the run that took the last call's callbacks, if any.
-    calls_.back().done.resize(static_cast<std::size_t>(n));
-  }
-  Call& call = calls_[static_cast<std::size_t>(k - first_call_)];
+    c.done.resize(static_cast<std::size_t>(n));
+    return c;
+  });
   call.ops[static_cast<std::size_t>(rank)] = std::move(op);
   call.done[static_cast<std::size_t>(rank)] = std::move(done);
-  ++call.arrived;
-  while (!calls_.empty() && calls_.front().arrived == n) {
-    Call c = std::move(calls_.front());
-    calls_.pop_front();
-    ++first_call_;
+  calls_.take_complete([&](Call& c) {
     start(c);
-    c.arrived = 0;
     spare_calls_.push_back(std::move(c));
-  }
+  });
 }
 
 void FabricCommGroup::repeat(int rank, hal::SharedCollectiveOp op, std::size_t times, rt::Duration span,
@@ -92,26 +86,19 @@ void FabricCommGroup::repeat(int rank, hal::SharedCollectiveOp op, std::size_t t
     arrive(rank, std::move(op), std::move(done));  // fails it as the communicator is aborted
     return;
   }
-  const std::uint64_t k = next_repeat_[static_cast<std::size_t>(rank)]++;
-  while (repeats_.size() <= k - first_repeat_) {
-    repeats_.emplace_back();
-    repeats_.back().ops.resize(static_cast<std::size_t>(n));
-    repeats_.back().done.resize(static_cast<std::size_t>(n));
-    repeats_.back().end.resize(static_cast<std::size_t>(n));
-  }
-  Repeat& r = repeats_[static_cast<std::size_t>(k - first_repeat_)];
+  Repeat& r = repeats_.arrive(static_cast<std::size_t>(rank), [&] {
+    Repeat fresh;
+    fresh.ops.resize(static_cast<std::size_t>(n));
+    fresh.done.resize(static_cast<std::size_t>(n));
+    fresh.end.resize(static_cast<std::size_t>(n));
+    return fresh;
+  });
   const auto ur = static_cast<std::size_t>(rank);
   r.ops[ur] = std::move(op);
   r.done[ur] = std::move(done);
   r.end[ur] = fabric_.runtime().now() + span;
   r.times = times;
-  ++r.arrived;
-  while (!repeats_.empty() && repeats_.front().arrived == n) {
-    Repeat front = std::move(repeats_.front());
-    repeats_.pop_front();
-    ++first_repeat_;
-    start_repeat(front);
-  }
+  repeats_.take_complete([&](Repeat& front) { start_repeat(front); });
 }
 
 void FabricCommGroup::start_repeat(Repeat& r) {
@@ -328,22 +315,14 @@ void FabricCommGroup::member_failed(hal::DeviceId device, hal::Xid cause) {
                         "member rank " + std::to_string(m) + " (GPU " + std::to_string(device) + ") failed");
   fabric_.runtime().record("fabric", "comm_group_aborted",
                            {{"group", name_}, {"rank", m}, {"gpu", device}, {"xid", static_cast<int>(cause)},
-                            {"running", running_.size()}, {"queued", calls_.size()}},
+                            {"running", running_.size()}, {"queued", calls_.queued()}},
                            rt::Severity::warning);
   auto running = std::move(running_);
   running_.clear();
   for (auto& [id, abort] : running) abort(e);
-  for (auto& call : calls_) fail_call(call.done, e);
-  calls_.clear();
-  for (auto& r : repeats_) fail_call(r.done, e);
-  repeats_.clear();
-  const std::uint64_t next_repeat = *std::max_element(next_repeat_.begin(), next_repeat_.end());
-  std::fill(next_repeat_.begin(), next_repeat_.end(), next_repeat);
-  first_repeat_ = next_repeat;
   // Every member starts the next call afresh, whatever it had reached.
-  const std::uint64_t next = *std::max_element(next_call_.begin(), next_call_.end());
-  std::fill(next_call_.begin(), next_call_.end(), next);
-  first_call_ = next;
+  calls_.reset([&](Call& call) { fail_call(call.done, e); });
+  repeats_.reset([&](Repeat& r) { fail_call(r.done, e); });
 }
 
 void FabricCommGroup::start(Call& call) {

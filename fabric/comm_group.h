@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "engine/hal/collectives.h"
+#include "fabric/arrival_queue.h"
 #include "fabric/collective_pricer.h"
 #include "fabric/crossbar_all_to_all.h"
 #include "fabric/fabric.h"
@@ -57,14 +58,12 @@ class FabricCommGroup final : public hal::CommGroup {
   struct Call {
     Ops ops;  // member r's part, once it has arrived
     std::vector<hal::CollectiveDone> done;
-    int arrived = 0;
   };
   struct Repeat {
     Ops ops;
     std::vector<hal::CollectiveDone> done;
     std::vector<rt::Time> end;  // per member: when its repeated calls end on idle links
     std::size_t times = 0;
-    int arrived = 0;
   };
   struct Cached {
     std::shared_ptr<const std::vector<int>> channels;  // every channel the plan uses, once, ascending
@@ -132,13 +131,9 @@ class FabricCommGroup final : public hal::CommGroup {
   std::string name_;
   std::vector<hal::DeviceId> members_;
   bool fast_path_;
-  std::deque<Call> calls_;
+  ArrivalQueue<Call> calls_;
   std::vector<Call> spare_calls_;             // calls started, kept for their buffers
-  std::uint64_t first_call_ = 0;              // call number of calls_.front()
-  std::vector<std::uint64_t> next_call_;      // per member
-  std::deque<Repeat> repeats_;
-  std::uint64_t first_repeat_ = 0;            // repeat number of repeats_.front()
-  std::vector<std::uint64_t> next_repeat_;    // per member
+  ArrivalQueue<Repeat> repeats_;
   std::deque<FastRun> fast_runs_;             // a deque: a run's callbacks may start another run
   std::vector<std::uint32_t> free_fast_runs_;  // slots of fast_runs_ not in flight
   CollectivePlan plan_;                       // the last plan made, kept for its buffers
