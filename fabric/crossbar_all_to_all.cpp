@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "fabric/collective_plan.h"
 #include "fabric/collective_pricer.h"
@@ -79,6 +80,7 @@ bool CrossbarAllToAll::price(const Fabric& fabric, const std::vector<hal::Device
   flows_up_.assign(n, 0);
   flows_down_.assign(n, 0);
   rt::Duration max_latency;
+  rt::Duration min_latency = rt::ns(std::numeric_limits<std::int64_t>::max());
   for (std::size_t i = 0; i < n; ++i) {
     const std::vector<std::uint64_t>& row = ops[i]->send_bytes;
     for (std::size_t j = 0; j < n; ++j) {
@@ -89,6 +91,7 @@ bool CrossbarAllToAll::price(const Fabric& fabric, const std::vector<hal::Device
       ++flows_up_[i];
       ++flows_down_[j];
       max_latency = std::max(max_latency, latency_[i * n + j]);
+      min_latency = std::min(min_latency, latency_[i * n + j]);
     }
   }
   // Entries 0..n-1 are the members' egress channels, n..2n-1 their ingress ones.
@@ -142,13 +145,14 @@ bool CrossbarAllToAll::price(const Fabric& fabric, const std::vector<hal::Device
   }
   if (latency_bound) return true;
   // Shared equally on each channel alone, a flow may end later than max-min gives it (its peers there,
-  // held back on their other channels, leave it more). No member can be done before its busier channel
-  // has drained, so where that bound lies within kTolerance of the estimate the estimate stands;
-  // elsewhere the full plan solves it.
+  // held back on their other channels, leave it more). No member can be done before the sync, nor before
+  // its busier channel has drained, so where that bound lies within kTolerance of the estimate the
+  // estimate stands (a decode step's data mostly moves within the sync); elsewhere the full plan solves it.
   for (std::size_t m = 0; m < n; ++m) {
     const double drained_s = std::max(flows_up_[m] > 0 ? load_up_[m] / fabric.flows().capacity(up_[m]) : 0,
                                       flows_down_[m] > 0 ? load_down_[m] / fabric.flows().capacity(down_[m]) : 0);
-    const double bound_ns = static_cast<double>((overhead + max_latency).ns()) + drained_s * 1e9;
+    const double bound_ns = std::max(static_cast<double>(fixed.ns()),
+                                     static_cast<double>((overhead + min_latency).ns()) + drained_s * 1e9);
     const double estimate_ns = static_cast<double>(out.done[m].ns());
     if (estimate_ns - bound_ns > kTolerance * estimate_ns) return false;
   }

@@ -75,3 +75,85 @@ TEST(CrossbarAllToAll, SampledRoutingAgreesWithTheExactModeWithinOnePercent) {
     }
   }
 }
+
+TEST(CrossbarAllToAll, FourRanksOneReceivingTwiceAsMuchEndWhenItsIngressHasDrained) {
+  // Every pair moves b bytes (20 ns of wire on a channel), but every rank sends 2b to rank 3: rank 3's
+  // ingress carries 6b, the busiest channel. Each sender's flow to rank 3 shares that ingress with two
+  // others of the same size, so all three end together when it has drained: 6 x 20 = 120 ns of data;
+  // every member has a flow to or from rank 3, so all are done then, or at the sync if that is later.
+  auto ops = fabric::uniform_all_to_all(4, 0, hal::AllToAllRole::moe_dispatch);
+  rt::Duration hand;
+  fabric::CrossbarAllToAll::Priced priced;
+  {
+  rt::VirtualRuntime rt;
+  fabric::Fabric fab(rt, rack(), fabric::FabricOptions{rt::Duration()});
+  const fabric::AllToAllKernel& k = fab.profile().collectives.a2a_dispatch;
+  const int up0 = fab.topology().gpu(0).nvl_up;
+  const double wire_ns_per_byte = 1e9 / (fab.flows().capacity(up0) * k.efficiency);
+  const auto b = static_cast<std::uint64_t>(20 / wire_ns_per_byte);
+  ops = fabric::uniform_all_to_all(4, b, hal::AllToAllRole::moe_dispatch);
+  for (int r = 0; r < 3; ++r) ops[static_cast<std::size_t>(r)].send_bytes[3] = 2 * b;
+  std::vector<int> route;
+  const rt::Duration latency = fab.append_gpu_route(0, 3, route);
+  const rt::Duration overhead = k.launch + k.per_peer * 3;
+  const auto data = rt::ns(static_cast<std::int64_t>(std::ceil(6 * static_cast<double>(b) * wire_ns_per_byte)));
+  hand = overhead + latency + std::max(k.sync, data);
+  fabric::CrossbarAllToAll crossbar;
+  ASSERT_TRUE(crossbar.price(fab, ranks(4), fabric::shared_parts(ops), priced));
+  }
+  for (const rt::Duration d : priced.done) EXPECT_EQ(d, hand);
+  const auto exact = fabric::member_times(rack(), ranks(4), ops, false);
+  for (const rt::Duration d : exact) EXPECT_NEAR(static_cast<double>(d.ns()), static_cast<double>(hand.ns()), 0.01 * static_cast<double>(hand.ns()));
+}
+
+TEST(CrossbarAllToAll, HoldsTheTrafficTheFullPlanGives) {
+  // The held channels, their wire bytes and flow counts are what a flow starting during the call shares
+  // capacity with: they must be the plan's, bit for bit.
+  rt::VirtualRuntime rt;
+  fabric::Fabric fab(rt, rack(), fabric::FabricOptions{rt::Duration()});
+  const auto ops = fabric::shared_parts(sampled(64, 1, 4, 0.0, false, 3));
+  fabric::CrossbarAllToAll crossbar;
+  fabric::CrossbarAllToAll::Priced priced;
+  ASSERT_TRUE(crossbar.price(fab, ranks(64), ops, priced));
+  fabric::CollectivePlan plan;
+  fabric::plan_collective(fab, ranks(64), ops, plan);
+  fabric::CollectivePricer pricer;
+  const std::vector<int> channels = pricer.load(plan, fab);
+  std::vector<rt::Duration> done;
+  std::vector<double> bytes;
+  pricer.price(64, done, bytes);
+  std::vector<int> flows(channels.size(), 0);
+  for (const auto& f : plan.flows) {
+    for (int c : plan.route(f)) ++flows[static_cast<std::size_t>(std::find(channels.begin(), channels.end(), c) - channels.begin())];
+  }
+  EXPECT_EQ(priced.channels, channels);
+  EXPECT_EQ(priced.channel_bytes, bytes);
+  EXPECT_EQ(priced.channel_flows, flows);
+  EXPECT_EQ(priced.done, done);  // latency-bound: priced from the busiest channel, as the pricer does
+}
+
+TEST(CrossbarAllToAll, FourRanksOfEqualPairsEndWhenTheirChannelsHaveDrained) {
+  // Every pair moves b bytes, 4 us of wire on a channel: each channel carries three such flows at a
+  // third of its rate each, so the data moves in 12 us, past the 7.5 us sync.
+  std::vector<hal::CollectiveOp> ops;
+  rt::Duration hand;
+  fabric::CrossbarAllToAll::Priced priced;
+  {
+    rt::VirtualRuntime rt;
+    fabric::Fabric fab(rt, rack(), fabric::FabricOptions{rt::Duration()});
+    const fabric::AllToAllKernel& k = fab.profile().collectives.a2a_dispatch;
+    const double wire_ns_per_byte = 1e9 / (fab.flows().capacity(fab.topology().gpu(0).nvl_up) * k.efficiency);
+    const auto b = static_cast<std::uint64_t>(4000 / wire_ns_per_byte);
+    ops = fabric::uniform_all_to_all(4, b, hal::AllToAllRole::moe_dispatch);
+    std::vector<int> route;
+    const rt::Duration latency = fab.append_gpu_route(0, 3, route);
+    const auto data = rt::ns(static_cast<std::int64_t>(std::ceil(3 * static_cast<double>(b) * wire_ns_per_byte)));
+    ASSERT_GT(data, k.sync);
+    hand = k.launch + k.per_peer * 3 + latency + data;
+    fabric::CrossbarAllToAll crossbar;
+    ASSERT_TRUE(crossbar.price(fab, ranks(4), fabric::shared_parts(ops), priced));
+  }
+  for (const rt::Duration d : priced.done) EXPECT_NEAR(static_cast<double>(d.ns()), static_cast<double>(hand.ns()), 1.0);
+  const auto exact = fabric::member_times(rack(), ranks(4), ops, false);
+  for (const rt::Duration d : exact) EXPECT_NEAR(static_cast<double>(d.ns()), static_cast<double>(hand.ns()), 0.01 * static_cast<double>(hand.ns()));
+}
