@@ -55,16 +55,18 @@ void CrossbarAllToAll::share(const std::vector<hal::SharedCollectiveOp>& ops, st
     const std::uint64_t bytes = egress ? ops[m]->send_bytes[p] : ops[p]->send_bytes[m];
     if (bytes != 0 && p != m) sizes_.emplace_back(static_cast<double>(bytes) / efficiency, static_cast<int>(p));
   }
-  // Equal shares: while k flows are left, each moves at capacity / k, so the j-th smallest ends once
-  // the smaller ones have moved and every flow still there has moved its size.
+  // Equal shares: while k flows are left, each moves at capacity / k, so the next smallest ends once it
+  // has moved what it has beyond the one before. Computed as the pricer's rounds are (the bytes left over
+  // the rate), so that equal flows end at the same nanosecond.
   std::sort(sizes_.begin(), sizes_.end());
   std::vector<double>& ends = egress ? end_up_ : end_down_;
-  double moved = 0;
+  double t = 0;
+  double before = 0;
   for (std::size_t q = 0; q < sizes_.size(); ++q) {
     const auto [bytes, p] = sizes_[q];
-    const std::size_t pair = egress ? m * n + static_cast<std::size_t>(p) : static_cast<std::size_t>(p) * n + m;
-    ends[pair] = (moved + static_cast<double>(sizes_.size() - q) * bytes) / capacity;
-    moved += bytes;
+    t += (bytes - before) / (capacity / static_cast<double>(sizes_.size() - q));
+    before = bytes;
+    ends[egress ? m * n + static_cast<std::size_t>(p) : static_cast<std::size_t>(p) * n + m] = t;
   }
 }
 
