@@ -235,6 +235,21 @@ bool FabricCommGroup::SignatureEqual::operator()(const SignatureView& view, cons
   return same && at == key.size();
 }
 
+bool FabricCommGroup::same_signature(const Ops& a, const Ops& b) {
+  std::vector<std::pair<const std::uint64_t*, std::size_t>> runs;
+  for_each_signature_run(b, [&](const std::uint64_t* words, std::size_t count) {
+    runs.emplace_back(words, count);
+    return true;
+  });
+  std::size_t at = 0;
+  const bool same = for_each_signature_run(a, [&](const std::uint64_t* words, std::size_t count) {
+    if (at == runs.size() || runs[at].second != count || !std::equal(words, words + count, runs[at].first)) return false;
+    ++at;
+    return true;
+  });
+  return same && at == runs.size();
+}
+
 FabricCommGroup::Cache::value_type* FabricCommGroup::same_objects_entry(const Ops& ops) const {
   for (Cache::value_type* entry : recent_) {
     if (entry != nullptr && entry->second.ops == ops) return entry;
@@ -253,8 +268,14 @@ FabricCommGroup::Cache::value_type* FabricCommGroup::find_entry(const Ops& ops, 
   if (found == nullptr) {
     hash = signature_hash(ops);
     const auto it = cache_.find(SignatureView{ops, *hash});
-    if (it == cache_.end()) return nullptr;
-    found = &*it;
+    if (it != cache_.end()) {
+      found = &*it;
+    } else {
+      for (auto& s : scratch_) {
+        if (s && s->first.hash == *hash && same_signature(ops, s->second.ops)) found = &*s;
+      }
+      if (found == nullptr) return nullptr;
+    }
   }
   found->second.ops = ops;
   return found;
@@ -363,13 +384,26 @@ FabricCommGroup::Cache::value_type* FabricCommGroup::entry_for(const Ops& ops, s
   }
   ++stats_.priced;
   c->ops = ops;
+  if (!hash) hash = signature_hash(ops);
+  // A signature is stored once it is met a second time: an all-to-all of sampled expert routing is new
+  // at every step, and its 32 KB key would only be built to be dropped. Until then its entry is a
+  // scratch one that only its own objects find (a step's repeated layers reuse them).
+  if (std::find(missed_.begin(), missed_.end(), *hash) == missed_.end()) {
+    missed_[next_missed_++ % missed_.size()] = *hash;
+    std::optional<Cache::value_type>* slot = nullptr;
+    for (auto& s : scratch_) {
+      if (!s || (&*s != recent_[0] && &*s != recent_[1])) slot = &s;
+    }
+    Cache::value_type& fresh = slot->emplace(SignatureKey(*hash), std::move(*c));
+    used(fresh);
+    return &fresh;
+  }
   // Bounded: decode steps keep meeting new token counts, and an EP all-to-all's key alone is 32 KB.
   // A dropped entry is only priced again (same answer), so clearing changes no result.
   if (cache_.size() >= kMaxCachedSignatures) {
     cache_.clear();
     recent_ = {};
   }
-  if (!hash) hash = signature_hash(ops);
   const auto it = cache_.insert_or_assign(SignatureKey(ops, *hash), std::move(*c)).first;
   used(*it);
   return &*it;

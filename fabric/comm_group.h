@@ -97,6 +97,7 @@ class FabricCommGroup final : public hal::CommGroup {
   void run_call(const Ops& ops, std::vector<hal::CollectiveDone>& done);
   std::optional<std::string> disagreement(const Ops& ops) const;
   static std::size_t signature_hash(const Ops& ops);
+  static bool same_signature(const Ops& a, const Ops& b);
   // The plan priced offline; nothing when a channel it uses is degraded or busy and `idle_only`.
   std::optional<Cached> price_plan(const CollectivePlan& plan, bool idle_only);
   // The entry for a priced call: its held traffic, and its members grouped by completion time.
@@ -149,6 +150,7 @@ class FabricCommGroup final : public hal::CommGroup {
     std::size_t hash;
   };
   struct SignatureKey {
+    explicit SignatureKey(std::size_t h) : hash(h) {}  // a scratch entry's: no words, equal to no signature
     SignatureKey(const Ops& ops, std::size_t h);
     std::size_t hash;
     std::vector<std::uint64_t> words;
@@ -167,6 +169,12 @@ class FabricCommGroup final : public hal::CommGroup {
   static constexpr std::size_t kMaxCachedSignatures = 256;
   using Cache = std::unordered_map<SignatureKey, Cached, SignatureHash, SignatureEqual>;
   Cache cache_;
+  // The hashes of the last signatures priced and not stored, and entries for them (found by their hash
+  // and signature, or as recent ones by their objects): three, so that one is always free beside the two
+  // recent ones.
+  std::array<std::size_t, 8> missed_{};
+  std::size_t next_missed_ = 0;
+  std::array<std::optional<Cache::value_type>, 3> scratch_;
   // The entries of the last two signatures used, most recent first. A decode graph replays its layer
   // body, so a call mostly repeats one of them, mostly with the very same op objects.
   std::array<Cache::value_type*, 2> recent_{};

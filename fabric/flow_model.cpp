@@ -55,6 +55,7 @@ void FlowModel::start(std::vector<int> path, double bytes, rt::Duration latency,
   f.max_rate = max_rate;
   f.done = std::move(done);
   f.alive = true;
+  ++f.generation;
   for (std::size_t i = 0; i < f.path.size(); ++i) {
     auto& ch = channels_[static_cast<std::size_t>(f.path[i])];
     f.slot_in_channel[i] = static_cast<int>(ch.flows.size());
@@ -154,22 +155,46 @@ void FlowModel::recompute() {
     Flow& f = flows_[static_cast<std::size_t>(fid)];
     f.rate = rate_[i];
     for (int c : f.path) channels_[static_cast<std::size_t>(c)].load += f.rate;
-    if (f.finish_ns != std::numeric_limits<std::int64_t>::max()) finish_.erase({f.finish_ns, fid});
     const double secs = f.rate > 0 ? f.remaining / f.rate : std::numeric_limits<double>::infinity();
+    const std::int64_t was = f.finish_ns;
     f.finish_ns = std::isfinite(secs) && secs < 9e9 ? now + static_cast<std::int64_t>(std::ceil(secs * 1e9))
                                                     : std::numeric_limits<std::int64_t>::max();
-    if (f.finish_ns != std::numeric_limits<std::int64_t>::max()) finish_.emplace(f.finish_ns, fid);
+    if (f.finish_ns != was && f.finish_ns != std::numeric_limits<std::int64_t>::max()) push_due(fid);
+  }
+  // Stale entries are at most a few times the live ones.
+  if (finish_.size() > 4 * (active_ + 64)) {
+    std::erase_if(finish_, [this](const Due& d) { return !stands(d); });
+    std::make_heap(finish_.begin(), finish_.end(), std::greater<>());
   }
   arm_timer();
 }
 
+bool FlowModel::stands(const Due& d) const {
+  const Flow& f = flows_[static_cast<std::size_t>(d.flow)];
+  return f.alive && f.generation == d.generation && f.finish_ns == d.at_ns;
+}
+
+void FlowModel::push_due(int flow) {
+  const Flow& f = flows_[static_cast<std::size_t>(flow)];
+  finish_.push_back(Due{f.finish_ns, flow, f.generation});
+  std::push_heap(finish_.begin(), finish_.end(), std::greater<>());
+}
+
+bool FlowModel::clean_top() {
+  while (!finish_.empty() && !stands(finish_.front())) {
+    std::pop_heap(finish_.begin(), finish_.end(), std::greater<>());
+    finish_.pop_back();
+  }
+  return !finish_.empty();
+}
+
 void FlowModel::arm_timer() {
-  if (finish_.empty()) {
+  if (!clean_top()) {
     timer_.cancel();
     timer_at_ = -1;
     return;
   }
-  const std::int64_t at = finish_.begin()->first;
+  const std::int64_t at = finish_.front().at_ns;
   if (at == timer_at_ && timer_.pending()) return;
   timer_.cancel();
   timer_at_ = at;
@@ -192,7 +217,7 @@ FlowModel::Done FlowModel::remove(int fid) {
     }
     mark_dirty(f.path[i]);
   }
-  if (f.finish_ns != std::numeric_limits<std::int64_t>::max()) finish_.erase({f.finish_ns, fid});
+  f.finish_ns = std::numeric_limits<std::int64_t>::max();
   f.alive = false;
   f.path.clear();
   Done done = std::move(f.done);
@@ -206,8 +231,10 @@ void FlowModel::on_timer() {
   timer_at_ = -1;
   const std::int64_t now = rt_.now().ns();
   std::vector<std::pair<rt::Duration, Done>> finished;
-  while (!finish_.empty() && finish_.begin()->first <= now) {
-    const int fid = finish_.begin()->second;
+  while (clean_top() && finish_.front().at_ns <= now) {
+    const int fid = finish_.front().flow;
+    std::pop_heap(finish_.begin(), finish_.end(), std::greater<>());
+    finish_.pop_back();
     const rt::Duration latency = flows_[static_cast<std::size_t>(fid)].latency;
     finished.emplace_back(latency, remove(fid));
   }

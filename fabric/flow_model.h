@@ -5,7 +5,7 @@
 // are coalesced into one recompute. Completions are runtime callbacks (one timer for the earliest).
 #include <cstdint>
 #include <functional>
-#include <set>
+#include <algorithm>
 #include <vector>
 
 #include "emu/rt/runtime.h"
@@ -59,6 +59,7 @@ class FlowModel {
     double max_rate = 0;  // 0: uncapped
     Done done;
     std::uint32_t stamp = 0;
+    std::uint32_t generation = 0;  // one more at each reuse of the slot
     bool alive = false;
   };
   struct ChannelState {
@@ -88,7 +89,21 @@ class FlowModel {
   std::size_t active_ = 0;
   std::vector<int> dirty_;
   bool recompute_pending_ = false;
-  std::set<std::pair<std::int64_t, int>> finish_;
+  // Flows by finish time, earliest (then lowest id) first, as a heap that keeps stale entries: a
+  // recompute re-times thousands of flows of an all-to-all at once, and pushing each anew is far cheaper
+  // than moving it in an ordered set. An entry stands while its flow is alive, of the same generation,
+  // and still due at its time; the others are dropped as they reach the top.
+  struct Due {
+    std::int64_t at_ns;
+    int flow;
+    std::uint32_t generation;
+    bool operator>(const Due& o) const { return at_ns != o.at_ns ? at_ns > o.at_ns : flow > o.flow; }
+  };
+  bool stands(const Due& d) const;
+  void push_due(int flow);
+  // Drops stale entries off the top; false when none is left.
+  bool clean_top();
+  std::vector<Due> finish_;
   rt::TimerHandle timer_;
   std::int64_t timer_at_ = -1;
   std::uint32_t stamp_ = 0;
