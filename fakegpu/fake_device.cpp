@@ -32,7 +32,8 @@ FakeDevice::FakeDevice(rt::Runtime& rt, hal::DeviceId id, std::shared_ptr<const 
       hbm_(std::make_shared<AccountedMemory>(rt, hal::MemoryLocation{hal::MemoryKind::device, id},
                                              profile_->hbm_usable_bytes, source_)),
       host_memory_(std::move(host_memory)),
-      path_(&path) {}
+      path_(&path),
+      outcomes_(rt.rng("step-outcomes/" + source_), std::make_shared<OutcomeModel>(rt, source_, OutcomeSettings{})) {}
 
 FakeDevice::~FakeDevice() { throttle_end_.cancel(); }
 

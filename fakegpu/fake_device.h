@@ -23,6 +23,8 @@
 #include "fakegpu/device_profile.h"
 #include "fakegpu/fake_stream.h"
 #include "fakegpu/op_span.h"
+#include "fakegpu/outcome_model.h"
+#include "fakegpu/sampled_outcomes.h"
 #include "fakegpu/transfer_path.h"
 
 namespace nvl::fakegpu {
@@ -39,6 +41,7 @@ class FakeDevice final : public hal::Device {
   hal::DeviceHealth health() const override { return health_; }
   hal::Memory& memory() override { return *hbm_; }
   hal::Memory& host_memory() override { return *host_memory_; }
+  hal::StepOutcomes& outcomes() override { return outcomes_; }
   hal::Stream& create_stream(const std::string& name, double sm_fraction = 1.0) override;
   std::shared_ptr<hal::GpuEvent> create_event(const std::string& name) override;
   std::shared_ptr<hal::GraphExec> instantiate(const hal::Graph& graph) override;
@@ -59,6 +62,10 @@ class FakeDevice final : public hal::Device {
   // Told of every kernel, graph and copy when it ends (one observer; empty: none).
   void set_span_observer(SpanObserver observer) { span_observer_ = std::move(observer); }
   const SpanObserver& span_observer() const { return span_observer_; }
+
+  // The statistics its step outcomes are drawn from (its pool's); until set, uniform expert
+  // popularity and no MTP draft accepted.
+  void set_outcome_model(std::shared_ptr<OutcomeModel> model) { outcomes_.set_model(std::move(model)); }
 
   // Routes this device's copies through another path (the fabric's); it must outlive the device.
   void set_transfer_path(TransferPath& path) { path_ = &path; }
@@ -105,6 +112,7 @@ class FakeDevice final : public hal::Device {
   std::vector<FaultListener> listeners_;
   rt::TimerHandle throttle_end_;
   SpanObserver span_observer_;
+  SampledOutcomes outcomes_;
 };
 
 }  // namespace nvl::fakegpu

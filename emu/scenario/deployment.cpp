@@ -8,6 +8,7 @@
 #include "engine/hal/hal_error.h"
 #include "engine/hal/types.h"
 #include "engine/model/weight_dtypes.h"
+#include "fakegpu/outcome_model.h"
 
 namespace nvl::emu {
 
@@ -47,7 +48,6 @@ engine::NormalGroupConfig group_config(const ScenarioDeployment& dep, const Scen
   g.two_batch_overlap = p.two_batch_overlap;
   g.sm_partition_prefill = p.sm_partition_prefill;
   g.redundant_experts = p.eplb.redundant_experts;
-  g.expert_skew = p.eplb.expert_skew;
   g.eplb_interval_steps = p.eplb.interval_steps;
   return g;
 }
@@ -60,7 +60,6 @@ engine::PrefillWorkerConfig prefill_config(const ScenarioDeployment& dep, const 
   w.expert_parallel = p.ep > 1;
   w.pipeline_stages = p.pp;
   w.attention_dp = p.dp;
-  w.expert_skew = p.eplb.expert_skew;
   w.scheduler.token_budget = p.token_budget;
   w.scheduler.max_running = p.max_running;
   w.scheduler.chunk_tokens = p.chunk_tokens;
@@ -106,6 +105,22 @@ engine::PdDeployment pd_deployment(const Scenario& sc, EmulatedCluster& cluster)
   return d;
 }
 
+// What a pool's GPUs draw their step outcomes from: the workload's expert popularity and MTP acceptance,
+// which the hardware (the model's gate and draft head on this traffic) decides, not the engine.
+void set_outcome_models(rt::Runtime& rt, const Scenario& sc, const engine::ModelProfile& model, EmulatedCluster& cluster) {
+  for (const ScenarioPool& p : sc.deployment.pools) {
+    const fakegpu::OutcomeSettings settings{
+        .expert_skew = p.eplb.expert_skew,
+        .drift_interval = rt::from_seconds(p.eplb.drift_interval_ms / 1e3),
+        .drift_fraction = p.eplb.drift_fraction,
+        .mtp_acceptance_rate = p.mtp_acceptance_rate.value_or(model.mtp_acceptance_rate)};
+    const auto outcomes = std::make_shared<fakegpu::OutcomeModel>(rt, p.name, settings);
+    for (const auto& instance : p.instance_gpus) {
+      for (std::int64_t g : instance) cluster.fleet().device(static_cast<hal::DeviceId>(g)).set_outcome_model(outcomes);
+    }
+  }
+}
+
 // The key of the pool whose GPUs hold `gpu` (deployment.pools[i]) and words for the instance.
 struct PoolOfGpu {
   std::string key = "deployment";
@@ -132,6 +147,7 @@ Deployment::Deployment(rt::Runtime& rt, const Scenario& sc, engine::TokenStream 
       rdma_(cluster_.fabric()),
       network_(cluster_.fabric()),
       model_(engine::load_model_profile(engine::model_profile_path(sc.model.profile))) {
+  set_outcome_models(rt, sc, model_, cluster_);
   try {
     system_ = std::make_unique<engine::PdSystem>(rt, model_, cluster_.collectives(), &rdma_,
                                                  pd_deployment(sc, cluster_), std::move(on_tokens),

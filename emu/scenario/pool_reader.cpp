@@ -80,12 +80,18 @@ ScenarioPool read_pool(rt::JsonReader p) {
   if (p.has("max_running")) pool.max_running = p.integer("max_running", 1);
   pool.chunk_tokens = p.has("chunk_tokens") ? p.integer("chunk_tokens", 1) : (prefill ? pool.token_budget : pool.chunk_tokens);
   if (p.has("mtp_draft_tokens")) pool.mtp_draft_tokens = p.integer("mtp_draft_tokens");
+  if (p.has("mtp_acceptance_rate")) pool.mtp_acceptance_rate = p.number("mtp_acceptance_rate", rt::NumberRule::fraction);
   if (p.has("two_batch_overlap")) pool.two_batch_overlap = p.boolean("two_batch_overlap");
   if (p.has("eplb")) {
     rt::JsonReader e = p.object("eplb");
     if (e.has("redundant_experts")) pool.eplb.redundant_experts = e.integer("redundant_experts");
     if (e.has("expert_skew")) pool.eplb.expert_skew = e.number("expert_skew", rt::NumberRule::non_negative);
+    if (e.has("drift_interval_ms")) pool.eplb.drift_interval_ms = e.number("drift_interval_ms", rt::NumberRule::non_negative);
+    if (e.has("drift_fraction")) pool.eplb.drift_fraction = e.number("drift_fraction", rt::NumberRule::fraction);
     if (e.has("interval_steps")) pool.eplb.interval_steps = e.integer("interval_steps");
+    if (pool.eplb.drift_interval_ms > 0 && pool.eplb.expert_skew == 0) {
+      e.fail("drift_interval_ms", "a uniform popularity (expert_skew 0) has nothing to drift: set expert_skew > 0");
+    }
     e.finish();
   }
   if (p.has("sm_partition")) {

@@ -3,6 +3,7 @@
 // deployment, workload and run limits of one `nvl72emu run`.
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,8 @@ struct ScenarioModel {
 struct ScenarioEplb {
   std::int64_t redundant_experts = 0;
   double expert_skew = 0;            // Zipf skew of expert popularity (0: uniform)
+  double drift_interval_ms = 0;      // the popularity drifts every this long (0: never)
+  double drift_fraction = 0.25;      // of the popularity order rotated by each drift
   std::int64_t interval_steps = 0;   // rebalance every this many steps (0: never)
 };
 
@@ -66,7 +69,8 @@ struct ScenarioPool {
   std::int64_t token_budget = 8'192;  // tokens per step on a DP rank (prefill pools: 16,384)
   std::int64_t max_running = 256;     // requests holding KV on a DP rank (prefill pools: 64)
   std::int64_t chunk_tokens = 8'192;  // prefill tokens of one request per step (prefill pools: token_budget)
-  std::int64_t mtp_draft_tokens = 0;  // MTP draft tokens per decode step (accepted at the model's rate)
+  std::int64_t mtp_draft_tokens = 0;  // MTP draft tokens per decode step
+  std::optional<double> mtp_acceptance_rate;  // each draft's chance to be kept (unset: the model profile's)
   bool two_batch_overlap = false;
   ScenarioEplb eplb;
   double sm_partition_prefill = 0;  // mixed pools: SM share of the prefill stream (0: one batch, no partition)

@@ -5,17 +5,12 @@
 #include <stdexcept>
 #include <string>
 
-#include "engine/eplb/expert_popularity.h"
 
 namespace nvl::engine {
 
 ExpertLoad uniform_expert_load(std::int64_t experts) {
   if (experts < 1) throw std::invalid_argument("expert load: need experts >= 1");
   return ExpertLoad(static_cast<std::size_t>(experts), 1.0 / static_cast<double>(experts));
-}
-
-ExpertLoad skewed_expert_load(std::int64_t experts, double skew, rt::Rng& rng) {
-  return ExpertPopularity(experts, skew, rng).load();
 }
 
 ExpertLoad expert_load_from_counts(const std::vector<std::uint64_t>& counts) {

@@ -14,8 +14,6 @@ using ExpertLoad = std::vector<double>;
 
 // Every expert equally popular.
 ExpertLoad uniform_expert_load(std::int64_t experts);
-// Popularity with a Zipf-like skew over a seeded random order of experts (skew 0 = uniform).
-ExpertLoad skewed_expert_load(std::int64_t experts, double skew, rt::Rng& rng);
 // Popularity from observed routing counts (e.g. a window of recent steps).
 ExpertLoad expert_load_from_counts(const std::vector<std::uint64_t>& counts);
 

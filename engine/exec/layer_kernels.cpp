@@ -199,28 +199,30 @@ void LayerKernels::moe_gate_and_shared(std::int64_t tokens, std::vector<KernelDe
   gemm("moe.shared_down", weights_.shared_experts, tokens, inter, model_.hidden_size, out);
 }
 
-void LayerKernels::routed_experts(std::int64_t expert_tokens, std::int64_t local_experts,
+void LayerKernels::routed_experts(std::int64_t expert_tokens, std::int64_t experts_read,
                                   std::vector<KernelDesc>& out) const {
-  if (local_experts <= 0) return;
+  if (experts_read <= 0) return;
   const std::int64_t h = model_.hidden_size;
   const std::int64_t inter = model_.moe_intermediate_size;
-  // Every local expert's weights are read once per step, however few tokens it gets. The grouped GEMM
+  // The weights of every expert read (one with a token) are read once per step, however few tokens it
+  // gets; an expert no token chose is skipped, as the grouped GEMM's empty groups are. The grouped GEMM
   // runs in the weights' dtype (FP4 weights: FP4 tensor cores on activations quantized to match).
   const DType dt = weights_.routed_experts;
   out.push_back(KernelDesc{KernelKind::moe_gemm, dt, 6 * u64(expert_tokens) * u64(h) * u64(inter),
-                           weight_bytes(local_experts * 3 * h * inter, dt) +
+                           weight_bytes(experts_read * 3 * h * inter, dt) +
                                u64(expert_tokens * (2 * h + 3 * inter) * kActivationBytes),
                            "moe.experts"});
 }
 
-void LayerKernels::routed_expert_slices(std::int64_t pairs, std::int64_t moe_tp, std::vector<KernelDesc>& out) const {
+void LayerKernels::routed_expert_slices(std::int64_t pairs, std::int64_t moe_tp, std::int64_t experts_read,
+                                        std::vector<KernelDesc>& out) const {
   if (moe_tp < 1) throw std::invalid_argument(model_.name + ": MoE TP degree " + std::to_string(moe_tp) + " below 1");
   const std::int64_t h = model_.hidden_size;
   const std::int64_t inter = model_.moe_intermediate_size;
   const DType dt = weights_.routed_experts;
   // Divided last: the intermediate dimension need not split evenly (2,048 over 72 GPUs).
   out.push_back(KernelDesc{KernelKind::moe_gemm, dt, 6 * u64(pairs) * u64(h) * u64(inter) / u64(moe_tp),
-                           weight_bytes(model_.n_routed_experts * 3 * h * inter / moe_tp, dt) +
+                           weight_bytes(experts_read * 3 * h * inter / moe_tp, dt) +
                                u64(pairs * 2 * h * kActivationBytes) + u64(pairs * 3 * inter * kActivationBytes / moe_tp),
                            "moe.experts"});
 }

@@ -27,13 +27,15 @@ class LayerKernels {
   void dense_ffn(std::int64_t tokens, std::vector<hal::KernelDesc>& out) const;
   // One MoE layer's gate and shared expert over `tokens` (the routed part is separate).
   void moe_gate_and_shared(std::int64_t tokens, std::vector<hal::KernelDesc>& out) const;
-  // One MoE layer's routed experts on this rank: `expert_tokens` token-expert pairs over `local_experts`.
-  void routed_experts(std::int64_t expert_tokens, std::int64_t local_experts, std::vector<hal::KernelDesc>& out) const;
+  // One MoE layer's routed experts on this rank: `expert_tokens` token-expert pairs over `experts_read`
+  // experts (those with a token), whose weights are read.
+  void routed_experts(std::int64_t expert_tokens, std::int64_t experts_read, std::vector<hal::KernelDesc>& out) const;
   // Attention DP + MoE TP: this GPU's 1/moe_tp of every routed expert (split along the intermediate
   // dimension) over all `pairs` token-expert pairs of the gathered tokens. Each pair's hidden state is
   // read and its partial output written whole; at a split over tens of GPUs that traffic is what
   // routed_experts' rows of whole experts would undercount.
-  void routed_expert_slices(std::int64_t pairs, std::int64_t moe_tp, std::vector<hal::KernelDesc>& out) const;
+  void routed_expert_slices(std::int64_t pairs, std::int64_t moe_tp, std::int64_t experts_read,
+                            std::vector<hal::KernelDesc>& out) const;
   // Final norm, LM head over the sampled positions, and the sampler.
   void head(std::int64_t sampled_tokens, std::vector<hal::KernelDesc>& out) const;
 

@@ -1,49 +1,74 @@
 #include "engine/exec/moe_traffic.h"
 
-#include <cmath>
-#include <numeric>
+#include <algorithm>
 #include <stdexcept>
+#include <string>
 
 namespace nvl::engine {
 
-MoeTraffic::MoeTraffic(std::vector<double> shares, std::int64_t top_k) : shares_(std::move(shares)), top_k_(top_k) {
-  const double total = std::accumulate(shares_.begin(), shares_.end(), 0.0);
-  if (shares_.empty() || top_k < 1 || std::fabs(total - 1.0) > 1e-6) {
-    throw std::invalid_argument("MoE traffic: rank shares must sum to 1 and top-k be at least 1");
+void MoeTraffic::set_placement(const ExpertPlacement& placement) {
+  ranks_ = placement.ranks();
+  holders_.clear();
+  hit_.assign(static_cast<std::size_t>(ranks_), {});
+  for (std::int64_t d = 0; d < ranks_; ++d) {
+    const auto& experts = placement.experts_on(d);
+    hit_[static_cast<std::size_t>(d)].assign(experts.size(), 0);
+    for (std::size_t s = 0; s < experts.size(); ++s) {
+      const auto e = static_cast<std::size_t>(experts[s]);
+      if (holders_.size() <= e) holders_.resize(e + 1);
+      holders_[e].push_back(Slot{static_cast<std::int32_t>(d), static_cast<std::int32_t>(s)});
+    }
   }
+  pairs_.assign(static_cast<std::size_t>(ranks_ * ranks_), 0);
+  rank_pairs_.assign(static_cast<std::size_t>(ranks_), 0);
+  slots_hit_.assign(static_cast<std::size_t>(ranks_), 0);
+  ++version_;
 }
 
-std::int64_t MoeTraffic::expert_tokens(std::int64_t d, std::span<const std::int64_t> tokens) const {
-  const std::int64_t total = std::accumulate(tokens.begin(), tokens.end(), std::int64_t{0});
-  return std::llround(static_cast<double>(total * top_k_) * shares_.at(static_cast<std::size_t>(d)));
+void MoeTraffic::assign(std::span<const std::vector<hal::RoutedExpert>> routed) {
+  if (static_cast<std::int64_t>(routed.size()) != ranks_) {
+    throw std::invalid_argument("MoE traffic: routing of " + std::to_string(routed.size()) + " members for " +
+                                std::to_string(ranks_) + " EP ranks");
+  }
+  std::fill(pairs_.begin(), pairs_.end(), 0);
+  std::fill(rank_pairs_.begin(), rank_pairs_.end(), 0);
+  std::fill(slots_hit_.begin(), slots_hit_.end(), 0);
+  for (auto& h : hit_) std::fill(h.begin(), h.end(), 0);
+  for (std::int64_t r = 0; r < ranks_; ++r) {
+    for (const hal::RoutedExpert& x : routed[static_cast<std::size_t>(r)]) {
+      const auto e = static_cast<std::size_t>(x.expert);
+      if (e >= holders_.size() || holders_[e].empty()) {
+        throw std::invalid_argument("MoE traffic: expert " + std::to_string(x.expert) + " has no slot");
+      }
+      const auto& copies = holders_[e];
+      const auto n = static_cast<std::int64_t>(copies.size());
+      // Copy (r + j) mod n takes the j-th share; the first `extra` of them one pair more.
+      const std::int64_t base = x.tokens / n, extra = x.tokens % n;
+      for (std::int64_t j = 0; j < n; ++j) {
+        const std::int64_t got = base + (j < extra ? 1 : 0);
+        if (got == 0) continue;
+        const Slot& s = copies[static_cast<std::size_t>((r + j) % n)];
+        pairs_[static_cast<std::size_t>(r * ranks_ + s.rank)] += got;
+        rank_pairs_[static_cast<std::size_t>(s.rank)] += got;
+        char& h = hit_[static_cast<std::size_t>(s.rank)][static_cast<std::size_t>(s.slot)];
+        slots_hit_[static_cast<std::size_t>(s.rank)] += h == 0 ? 1 : 0;
+        h = 1;
+      }
+    }
+  }
+  ++version_;
 }
 
-std::vector<std::uint64_t> MoeTraffic::dispatch_row(std::int64_t r, std::int64_t tokens_r,
-                                                    std::uint64_t bytes_per_pair) const {
-  std::vector<std::uint64_t> row(shares_.size(), 0);
-  for (std::size_t d = 0; d < shares_.size(); ++d) {
-    if (static_cast<std::int64_t>(d) == r) continue;
-    row[d] = static_cast<std::uint64_t>(
-        std::llround(static_cast<double>(tokens_r * top_k_) * shares_[d] * static_cast<double>(bytes_per_pair)));
-  }
+std::vector<std::uint64_t> MoeTraffic::dispatch_row(std::int64_t r, std::uint64_t bytes_per_pair) const {
+  std::vector<std::uint64_t> row(static_cast<std::size_t>(ranks_));
+  for (std::int64_t d = 0; d < ranks_; ++d) row[static_cast<std::size_t>(d)] = static_cast<std::uint64_t>(pairs(r, d)) * bytes_per_pair;
   return row;
 }
 
-std::vector<std::uint64_t> MoeTraffic::combine_row(std::int64_t d, std::span<const std::int64_t> tokens,
-                                                   std::uint64_t bytes_per_pair) const {
-  std::vector<std::uint64_t> row(shares_.size(), 0);
-  for (std::size_t r = 0; r < shares_.size(); ++r) {
-    row[r] = combine_bytes(d, static_cast<std::int64_t>(r), tokens[r], bytes_per_pair);
-  }
+std::vector<std::uint64_t> MoeTraffic::combine_row(std::int64_t d, std::uint64_t bytes_per_pair) const {
+  std::vector<std::uint64_t> row(static_cast<std::size_t>(ranks_));
+  for (std::int64_t r = 0; r < ranks_; ++r) row[static_cast<std::size_t>(r)] = static_cast<std::uint64_t>(pairs(r, d)) * bytes_per_pair;
   return row;
-}
-
-std::uint64_t MoeTraffic::combine_bytes(std::int64_t d, std::int64_t r, std::int64_t tokens_r,
-                                        std::uint64_t bytes_per_pair) const {
-  if (r == d) return 0;
-  const double share = shares_.at(static_cast<std::size_t>(d));
-  return static_cast<std::uint64_t>(
-      std::llround(static_cast<double>(tokens_r * top_k_) * share * static_cast<double>(bytes_per_pair)));
 }
 
 }  // namespace nvl::engine

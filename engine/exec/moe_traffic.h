@@ -1,39 +1,53 @@
 #pragma once
-// Expected MoE traffic of one step over an EP group: how many token-expert pairs each rank computes
-// and how many bytes each rank sends each other rank in the dispatch (and back in the combine). Each
-// of a token's top-k copies lands on rank d with d's share of the routed load (EPLB placement and
-// expert popularity). Expected values, not samples: the step time follows the most loaded rank.
+// One step's MoE traffic over an EP group, from the routing its GPUs reported (hal::StepOutcomes): how
+// many token-expert pairs each rank computes and over how many of its expert slots, and how many pairs
+// each rank sends every other rank in the dispatch (their results come back in the combine). A token
+// copy for an expert with redundant copies goes to one of them, the copies taking turns by source rank.
 #include <cstdint>
 #include <span>
 #include <vector>
 
 #include "engine/eplb/expert_placement.h"
+#include "engine/hal/step_outcomes.h"
 
 namespace nvl::engine {
 
 class MoeTraffic {
  public:
-  // shares[d]: fraction of routed token-expert pairs rank d serves (sums to 1).
-  MoeTraffic(std::vector<double> shares, std::int64_t top_k);
-  MoeTraffic(const ExpertPlacement& placement, const ExpertLoad& load, std::int64_t top_k)
-      : MoeTraffic(placement.rank_shares(load), top_k) {}
+  explicit MoeTraffic(const ExpertPlacement& placement) { set_placement(placement); }
+  // A new placement (a rebalance, a rank lost); the step's routing must be assigned again.
+  void set_placement(const ExpertPlacement& placement);
 
-  std::int64_t ranks() const { return static_cast<std::int64_t>(shares_.size()); }
-  const std::vector<double>& shares() const { return shares_; }
-  // Token-expert pairs rank d computes when rank r has tokens[r] tokens.
-  std::int64_t expert_tokens(std::int64_t d, std::span<const std::int64_t> tokens) const;
-  // Bytes rank r sends every rank in the dispatch (bytes_per_pair per token copy; none to itself).
-  std::vector<std::uint64_t> dispatch_row(std::int64_t r, std::int64_t tokens_r, std::uint64_t bytes_per_pair) const;
-  // Bytes rank d sends every rank in the combine: the results for that rank's token copies it computed.
-  std::vector<std::uint64_t> combine_row(std::int64_t d, std::span<const std::int64_t> tokens,
-                                         std::uint64_t bytes_per_pair) const;
-  // combine_row(d, tokens, bytes_per_pair)[r], which depends on tokens[r] alone: a row can be brought
-  // up to date where the counts changed.
-  std::uint64_t combine_bytes(std::int64_t d, std::int64_t r, std::int64_t tokens_r, std::uint64_t bytes_per_pair) const;
+  // The step's routing: routed[m] what EP member m's tokens chose. Each call is a new step (version()).
+  void assign(std::span<const std::vector<hal::RoutedExpert>> routed);
+  std::uint64_t version() const { return version_; }
+
+  std::int64_t ranks() const { return ranks_; }
+  // Token-expert pairs rank d computes, and how many of its expert slots have one (whose weights the
+  // grouped GEMM reads).
+  std::int64_t expert_pairs(std::int64_t d) const { return rank_pairs_.at(static_cast<std::size_t>(d)); }
+  std::int64_t slots_hit(std::int64_t d) const { return slots_hit_.at(static_cast<std::size_t>(d)); }
+  // Pairs rank r sends rank d in the dispatch (none to itself).
+  std::int64_t pairs(std::int64_t r, std::int64_t d) const {
+    return r == d ? 0 : pairs_[static_cast<std::size_t>(r * ranks_ + d)];
+  }
+  // Bytes rank r sends every rank in the dispatch, bytes_per_pair per token copy.
+  std::vector<std::uint64_t> dispatch_row(std::int64_t r, std::uint64_t bytes_per_pair) const;
+  // Bytes rank d sends every rank in the combine: the results of the copies it computed for each.
+  std::vector<std::uint64_t> combine_row(std::int64_t d, std::uint64_t bytes_per_pair) const;
 
  private:
-  std::vector<double> shares_;
-  std::int64_t top_k_;
+  struct Slot {
+    std::int32_t rank = 0;
+    std::int32_t slot = 0;  // its index among the rank's slots
+  };
+  std::int64_t ranks_ = 0;
+  std::vector<std::vector<Slot>> holders_;  // per expert: its copies
+  std::vector<std::int64_t> pairs_;         // ranks x ranks, by source then destination
+  std::vector<std::int64_t> rank_pairs_;
+  std::vector<std::int64_t> slots_hit_;
+  std::vector<std::vector<char>> hit_;  // per rank, per slot: got a pair this step
+  std::uint64_t version_ = 0;
 };
 
 }  // namespace nvl::engine

@@ -1,7 +1,6 @@
 #include "engine/exec/step_graph_builder.h"
 
 #include <algorithm>
-#include <cstring>
 #include <numeric>
 #include <stdexcept>
 #include <string>
@@ -9,12 +8,6 @@
 namespace nvl::engine {
 
 namespace {
-// Bit for bit (what is kept was computed from exactly these values); cheaper than comparing elements.
-template <typename T>
-bool same_bits(std::span<const T> a, const std::vector<T>& b) {
-  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0);
-}
-
 std::shared_ptr<const hal::CollectiveOp> all_to_all(hal::AllToAllRole role, const char* name,
                                                     std::vector<std::uint64_t> send_bytes) {
   hal::CollectiveOp op;
@@ -35,34 +28,19 @@ StepGraphBuilder::StepGraphBuilder(const LayerKernels& kernels, const MoeTraffic
   if (opts_.ep_group && traffic_ == nullptr) throw std::invalid_argument("step graph: EP needs the MoE traffic model");
 }
 
-const StepGraphBuilder::EpRouting& StepGraphBuilder::ep_routing(std::span<const std::int64_t> tokens_per_rank) const {
-  const auto& shares = traffic_->shares();
-  const bool same_shares = routing_valid_ && same_bits(std::span<const double>(shares), routing_.shares);
-  if (same_shares && same_bits(tokens_per_rank, routing_.tokens_per_rank)) return routing_;
-  const auto rank = static_cast<std::size_t>(opts_.rank);
-  const std::int64_t own = tokens_per_rank[rank];
-  // Under the same shares, this rank's dispatch row depends on its own count alone, and each entry of
-  // its combine row on that entry's rank's count alone: only what a changed count touches is redone.
-  const bool patch = same_shares && tokens_per_rank.size() == routing_.tokens_per_rank.size();
-  if (!patch || own != routing_.tokens_per_rank[rank]) {
-    routing_.dispatch = all_to_all(hal::AllToAllRole::moe_dispatch, "moe.dispatch",
-                                   traffic_->dispatch_row(opts_.rank, own, kernels_.dispatch_bytes_per_token()));
-  }
-  const std::uint64_t combine_bytes = kernels_.combine_bytes_per_token();
-  std::vector<std::uint64_t> combine;
-  if (patch) {
-    combine = routing_.combine->send_bytes;
-    for (std::size_t r = 0; r < combine.size(); ++r) {
-      if (tokens_per_rank[r] == routing_.tokens_per_rank[r]) continue;
-      combine[r] = traffic_->combine_bytes(opts_.rank, static_cast<std::int64_t>(r), tokens_per_rank[r], combine_bytes);
-    }
-  } else {
-    combine = traffic_->combine_row(opts_.rank, tokens_per_rank, combine_bytes);
-    routing_.shares = shares;
-  }
-  routing_.combine = all_to_all(hal::AllToAllRole::moe_combine, "moe.combine", std::move(combine));
-  routing_.tokens_per_rank.assign(tokens_per_rank.begin(), tokens_per_rank.end());
-  routing_.expert_tokens = traffic_->expert_tokens(opts_.rank, tokens_per_rank);
+std::int64_t StepGraphBuilder::experts_hit() const {
+  return traffic_ != nullptr ? traffic_->slots_hit(0) : kernels_.model().n_routed_experts;
+}
+
+const StepGraphBuilder::EpRouting& StepGraphBuilder::ep_routing() const {
+  if (routing_valid_ && routing_.version == traffic_->version()) return routing_;
+  routing_.dispatch = all_to_all(hal::AllToAllRole::moe_dispatch, "moe.dispatch",
+                                 traffic_->dispatch_row(opts_.rank, kernels_.dispatch_bytes_per_token()));
+  routing_.combine = all_to_all(hal::AllToAllRole::moe_combine, "moe.combine",
+                                traffic_->combine_row(opts_.rank, kernels_.combine_bytes_per_token()));
+  routing_.expert_tokens = traffic_->expert_pairs(opts_.rank);
+  routing_.slots_hit = traffic_->slots_hit(opts_.rank);
+  routing_.version = traffic_->version();
   routing_valid_ = true;
   return routing_;
 }
@@ -127,7 +105,7 @@ std::shared_ptr<const hal::Graph> StepGraphBuilder::dense_layer(std::int64_t n, 
 std::shared_ptr<const hal::Graph> StepGraphBuilder::moe_layer(std::int64_t n, const hal::SharedKernels& attention,
                                                               std::span<const std::int64_t> tokens_per_rank,
                                                               std::shared_ptr<hal::Graph>& into) const {
-  const EpRouting* routing = opts_.ep_group ? &ep_routing(tokens_per_rank) : nullptr;
+  const EpRouting* routing = opts_.ep_group ? &ep_routing() : nullptr;
   // Under attention DP + MoE TP the experts run on every rank's tokens, gathered.
   const std::int64_t gathered =
       opts_.moe_tp_group ? std::accumulate(tokens_per_rank.begin(), tokens_per_rank.end(), std::int64_t{0}) : n;
@@ -136,20 +114,21 @@ std::shared_ptr<const hal::Graph> StepGraphBuilder::moe_layer(std::int64_t n, co
   const hal::SharedKernels* experts = nullptr;
   if (routing != nullptr) {
     const std::int64_t expert_tokens = routing->expert_tokens;
-    experts = &kept(experts_, expert_tokens, opts_.local_experts,
-                    [&](auto& out) { kernels_.routed_experts(expert_tokens, opts_.local_experts, out); });
+    const std::int64_t hit = routing->slots_hit;
+    experts = &kept(experts_, expert_tokens, hit, [&](auto& out) { kernels_.routed_experts(expert_tokens, hit, out); });
   } else if (opts_.moe_tp_group) {
     const auto moe_tp = static_cast<std::int64_t>(opts_.moe_tp_group->members().size());
     const std::int64_t pairs = gathered * kernels_.model().num_experts_per_tok;
-    experts = &kept(experts_, pairs, moe_tp, [&](auto& out) { kernels_.routed_expert_slices(pairs, moe_tp, out); });
+    const std::int64_t hit = experts_hit();
+    experts = &kept(experts_, pairs, hit,
+                    [&](auto& out) { kernels_.routed_expert_slices(pairs, moe_tp, hit, out); });
   } else {
     // Without EP each rank holds 1/tp of every expert: the FLOPs and weight bytes of 1/tp of the
-    // experts over all of the batch's token copies.
+    // experts chosen over all of the batch's token copies.
     const std::int64_t tp = opts_.tp_group ? static_cast<std::int64_t>(opts_.tp_group->members().size()) : 1;
     const std::int64_t expert_tokens = (n * kernels_.model().num_experts_per_tok + tp - 1) / tp;
-    const std::int64_t local_experts = opts_.local_experts / tp;
-    experts = &kept(experts_, expert_tokens, local_experts,
-                    [&](auto& out) { kernels_.routed_experts(expert_tokens, local_experts, out); });
+    const std::int64_t read = (experts_hit() + tp - 1) / tp;
+    experts = &kept(experts_, expert_tokens, read, [&](auto& out) { kernels_.routed_experts(expert_tokens, read, out); });
   }
 
   hal::Graph& layer = body(into, "moe_layer");

@@ -51,15 +51,14 @@ class StepGraphBuilder {
                           std::int64_t first_layer, std::int64_t end_layer, bool with_head) const;
 
  private:
-  // This rank's part of the EP routing for one set of token counts and rank shares: decode steps
-  // repeat the same counts, so it is kept and reused (the ops shared by every graph) while both stay
-  // the same, and brought up to date where only some counts change.
+  // This rank's part of the step's EP routing (the traffic's current version), shared by every layer of
+  // the step.
   struct EpRouting {
-    std::vector<std::int64_t> tokens_per_rank;
-    std::vector<double> shares;
+    std::uint64_t version = 0;
     std::shared_ptr<const hal::CollectiveOp> dispatch;
     std::shared_ptr<const hal::CollectiveOp> combine;
     std::int64_t expert_tokens = 0;
+    std::int64_t slots_hit = 0;
   };
   // One collective of a layer (the attention, dense FFN and MoE all-reduces; the MoE TP all-gather and
   // reduce-scatter), kept while its size stays the same.
@@ -74,7 +73,10 @@ class StepGraphBuilder {
     std::int64_t second = 0;
     hal::SharedKernels kernels;  // null: none yet
   };
-  const EpRouting& ep_routing(std::span<const std::int64_t> tokens_per_rank) const;
+  const EpRouting& ep_routing() const;
+  // Without EP: the experts the step's tokens chose (every one without a routing), each split over the
+  // GPUs that hold its slices.
+  std::int64_t experts_hit() const;
   template <typename Fill>
   const hal::SharedKernels& kept(KeptKernels& k, std::int64_t first, std::int64_t second, Fill&& fill) const;
   // The batch's attention kernels, the same in every layer that holds its indexer (or, with

@@ -9,6 +9,7 @@
 #include "engine/hal/graph.h"
 #include "engine/hal/graph_exec.h"
 #include "engine/hal/memory.h"
+#include "engine/hal/step_outcomes.h"
 #include "engine/hal/stream.h"
 
 namespace nvl::hal {
@@ -24,6 +25,8 @@ class Device {
   virtual Memory& memory() = 0;
   // Pinned memory of the host this GPU is attached to (shared with the other GPUs of that host).
   virtual Memory& host_memory() = 0;
+  // What the hardware decided in its steps (expert routing, MTP acceptance); lives as long as the device.
+  virtual StepOutcomes& outcomes() = 0;
 
   // The stream lives as long as the device. sm_fraction in (0, 1], else std::invalid_argument.
   virtual Stream& create_stream(const std::string& name, double sm_fraction = 1.0) = 0;

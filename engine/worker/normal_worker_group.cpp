@@ -40,7 +40,6 @@ NormalWorkerGroup::NormalWorkerGroup(rt::Runtime& rt, const ModelProfile& model,
                                      hal::Collectives& collectives, NormalGroupConfig cfg, TokenSink on_tokens,
                                      RejectSink on_reject)
     : rt_(rt),
-      mtp_rng_(rt.rng("mtp-acceptance")),
       model_(model),
       cfg_(std::move(cfg)),
       on_tokens_(std::move(on_tokens)),
@@ -73,12 +72,9 @@ NormalWorkerGroup::NormalWorkerGroup(rt::Runtime& rt, const ModelProfile& model,
   reserve_bytes_ = cfg_.activation_reserve_bytes.value_or(
       estimate_activation_reserve(model, cfg_.scheduler.token_budget, sampled, tp_).total_bytes());
 
-  if (cfg_.expert_drift_interval_steps < 0 || cfg_.eplb_interval_steps < 0 ||
-      !(cfg_.expert_drift_fraction >= 0 && cfg_.expert_drift_fraction <= 1) ||
-      !(cfg_.eplb_min_improvement >= 0 && cfg_.eplb_min_improvement < 1)) {
+  if (cfg_.eplb_interval_steps < 0 || !(cfg_.eplb_min_improvement >= 0 && cfg_.eplb_min_improvement < 1)) {
     throw std::invalid_argument(
-        "normal worker group: expert_drift_interval_steps and eplb_interval_steps must be >= 0, "
-        "expert_drift_fraction in [0, 1] and eplb_min_improvement in [0, 1)");
+        "normal worker group: eplb_interval_steps must be >= 0 and eplb_min_improvement in [0, 1)");
   }
   if (cfg_.sm_partition_prefill != 0 && !(cfg_.sm_partition_prefill > 0 && cfg_.sm_partition_prefill < 1)) {
     throw std::invalid_argument("normal worker group: sm_partition_prefill must be 0 (one batch) or in (0, 1)");
@@ -86,24 +82,26 @@ NormalWorkerGroup::NormalWorkerGroup(rt::Runtime& rt, const ModelProfile& model,
   if (sm_partitioned() && cfg_.two_batch_overlap) {
     throw std::invalid_argument("normal worker group: SM partitions and two-batch overlap exclude each other");
   }
-  if (cfg_.expert_skew > 0) {
-    popularity_.emplace(model.n_routed_experts, cfg_.expert_skew, rt.rng("expert-popularity"));
-    load_ = popularity_->load();
-    if (cfg_.expert_drift_interval_steps > 0) drift_rng_ = &rt.rng("expert-drift");
-  } else {
-    load_ = uniform_expert_load(model.n_routed_experts);
-  }
   std::vector<hal::DeviceId> ids;
   for (hal::Device* d : devices) ids.push_back(d->id());
   if (n > 1 && cfg_.expert_parallel) {
-    placement_.emplace(load_, n, cfg_.redundant_experts);
-    traffic_.emplace(*placement_, load_, model.num_experts_per_tok);
+    // Nothing is known of the popularity before the first steps: the experts start spread evenly, as an
+    // engine started without a recorded expert distribution places them.
+    placement_.emplace(uniform_expert_load(model.n_routed_experts), n, cfg_.redundant_experts);
+    for (auto& t : traffic_) t.emplace(*placement_);
+    traffic_b_.emplace(*placement_);
     expert_bytes_ = weights_.routed_expert_bytes / static_cast<std::uint64_t>(weights_.expert_slots);
     routed_counts_.assign(static_cast<std::size_t>(model.n_routed_experts), 0);
+    seen_counts_.assign(static_cast<std::size_t>(model.n_routed_experts), 0);
   } else if (cfg_.two_batch_overlap) {
     throw std::invalid_argument("normal worker group: two-batch overlap needs expert parallelism (two or more GPUs)");
   } else if (cfg_.eplb_interval_steps > 0) {
     throw std::invalid_argument("normal worker group: EPLB rebalancing needs expert parallelism (two or more GPUs)");
+  }
+  if (!placement_ && model.n_routed_experts > 0) {
+    // Without EP every GPU holds a slice of every expert and reads the slices of those the step's tokens
+    // chose: the routing is kept as the whole model on one rank.
+    for (auto& t : traffic_) t.emplace(ExpertPlacement(uniform_expert_load(model.n_routed_experts), 1, 0));
   }
   moe_gather_ = !cfg_.expert_parallel && dp > 1;
   make_moe_groups(ids);
@@ -248,8 +246,9 @@ std::uint64_t NormalWorkerGroup::moe_tp_slice_bytes(std::size_t live_ranks) cons
 void NormalWorkerGroup::make_builders(Rank& rank, std::int32_t member) {
   // One builder per stream of each GPU: the step's, the second micro-batch's, the prefill side's; each
   // over its own communicators.
-  const auto builder = [&](const Gpu& g, const std::shared_ptr<hal::CommGroup>& moe, std::shared_ptr<hal::CommGroup> tp) {
-    return std::make_unique<StepGraphBuilder>(kernels_, traffic_ ? &*traffic_ : nullptr,
+  const auto builder = [&](const Gpu& g, const std::shared_ptr<hal::CommGroup>& moe, std::shared_ptr<hal::CommGroup> tp,
+                           const std::optional<MoeTraffic>& traffic) {
+    return std::make_unique<StepGraphBuilder>(kernels_, traffic ? &*traffic : nullptr,
                                               StepGraphOptions{.ep_group = moe_gather_ ? nullptr : moe,
                                                                .tp_group = std::move(tp),
                                                                .rank = member + g.tp_rank,
@@ -259,9 +258,9 @@ void NormalWorkerGroup::make_builders(Rank& rank, std::int32_t member) {
                                                                .moe_tp_group = moe_gather_ ? moe : nullptr});
   };
   for (Gpu& g : rank.gpus) {
-    g.builder = builder(g, moe_group_, rank.tp_group);
-    if (cfg_.two_batch_overlap) g.builder_b = builder(g, moe_group_b_, rank.tp_group_b);
-    if (sm_partitioned()) g.builder_p = builder(g, moe_group_p_, rank.tp_group_p);
+    g.builder = builder(g, moe_group_, rank.tp_group, traffic_[lane(StepKind::decode)]);
+    if (cfg_.two_batch_overlap) g.builder_b = builder(g, moe_group_b_, rank.tp_group_b, traffic_b_);
+    if (sm_partitioned()) g.builder_p = builder(g, moe_group_p_, rank.tp_group_p, traffic_[lane(StepKind::prefill)]);
   }
 }
 
@@ -359,11 +358,51 @@ void NormalWorkerGroup::kv_loaded(std::size_t rank, RequestId id, const hal::Hal
   work_.notify_all();
 }
 
-std::int64_t NormalWorkerGroup::accepted_drafts() {
-  // Drafts are accepted in order: the first rejection discards the rest.
-  std::int64_t kept = 0;
-  while (kept < cfg_.scheduler.draft_tokens && mtp_rng_.bernoulli(model_.mtp_acceptance_rate)) ++kept;
-  return kept;
+hal::Device& NormalWorkerGroup::member_device(std::size_t member) {
+  const auto tp = static_cast<std::size_t>(tp_);
+  return *ranks_[live_[member / tp]].gpus[member % tp].device;
+}
+
+void NormalWorkerGroup::route(std::span<const std::int64_t> tokens, MoeTraffic& traffic) {
+  const std::int64_t top_k = model_.num_experts_per_tok;
+  if (!placement_) {
+    // One routing of every member's tokens: each GPU computes its slices of every expert chosen.
+    routed_.resize(2);
+    routed_[0].clear();
+    for (std::size_t m = 0; m < tokens.size(); ++m) {
+      member_device(m).outcomes().route_tokens(tokens[m], top_k, model_.n_routed_experts, routed_[1]);
+      routed_[0].insert(routed_[0].end(), routed_[1].begin(), routed_[1].end());
+    }
+    traffic.assign(std::span(routed_).first(1));
+    return;
+  }
+  routed_.resize(tokens.size());
+  for (std::size_t m = 0; m < tokens.size(); ++m) {
+    member_device(m).outcomes().route_tokens(tokens[m], top_k, model_.n_routed_experts, routed_[m]);
+    for (const hal::RoutedExpert& x : routed_[m]) {
+      const auto e = static_cast<std::size_t>(x.expert);
+      routed_counts_[e] += static_cast<std::uint64_t>(x.tokens);
+      seen_counts_[e] += static_cast<std::uint64_t>(x.tokens);
+    }
+  }
+  traffic.assign(routed_);
+  std::int64_t most = 0, total = 0;
+  for (std::int64_t d = 0; d < traffic.ranks(); ++d) {
+    most = std::max(most, traffic.expert_pairs(d));
+    total += traffic.expert_pairs(d);
+  }
+  most_pairs_ += static_cast<double>(most);
+  mean_pairs_ += static_cast<double>(total) / static_cast<double>(traffic.ranks());
+}
+
+void NormalWorkerGroup::set_traffic_placement() {
+  for (auto& t : traffic_) t->set_placement(*placement_);
+  traffic_b_->set_placement(*placement_);
+}
+
+ExpertLoad NormalWorkerGroup::seen_load() const {
+  const bool any = std::any_of(seen_counts_.begin(), seen_counts_.end(), [](std::uint64_t c) { return c > 0; });
+  return any ? expert_load_from_counts(seen_counts_) : uniform_expert_load(model_.n_routed_experts);
 }
 
 bool NormalWorkerGroup::two_batch_step() const {
@@ -389,6 +428,8 @@ void NormalWorkerGroup::launch_two_batches() {
       tokens_b_[member] = tp_slice(b, t, tp_);
     }
   }
+  route(tokens_a_, *traffic_[lane(StepKind::decode)]);
+  route(tokens_b_, *traffic_b_);
   for (std::size_t i = 0; i < live_.size(); ++i) {
     for (Gpu& g : ranks_[live_[i]].gpus) {
       // Both micro-batches start after what the first stream waits for (write-back offloads).
@@ -430,12 +471,15 @@ void NormalWorkerGroup::loop(StepKind kind) {
     }
     for (std::size_t m = 0; m < live_.size(); ++m) {
       Rank& r = ranks_[live_[m]];
-      for (const StepOutcome& o : r.sched->complete_step(r.plan[l], [this](RequestId) { return accepted_drafts(); })) {
+      // The rank's first GPU verifies its drafts (every TP rank holds the same tokens).
+      hal::StepOutcomes& outcomes = r.gpus.front().device->outcomes();
+      const auto accepted = [&](RequestId) { return outcomes.accepted_drafts(cfg_.scheduler.draft_tokens); };
+      for (const StepOutcome& o : r.sched->complete_step(r.plan[l], accepted)) {
         on_tokens_(static_cast<std::int32_t>(live_[m]), o);
       }
     }
     ++steps_;
-    if (placement_) track_experts(kind);
+    if (placement_) track_experts();
     if (sm_partitioned()) {
       // Prefills that finished now decode; decodes that finished freed KV and running slots.
       new_work_.fill(true);
@@ -457,39 +501,19 @@ void NormalWorkerGroup::step_over() {
   between_.notify_all();
 }
 
-void NormalWorkerGroup::track_experts(StepKind kind) {
-  const auto top_k = model_.num_experts_per_tok;
-  if (cfg_.eplb_interval_steps > 0) {
-    // Expected counts: the step's tokens times top-k, spread by the popularity the step ran under.
-    const auto& step_tokens = tokens_[lane(kind)];
-    const std::int64_t tokens = std::accumulate(step_tokens.begin(), step_tokens.end(), std::int64_t{0});
-    const auto pairs = static_cast<double>(tokens * top_k);
-    for (std::size_t e = 0; e < routed_counts_.size(); ++e) {
-      routed_counts_[e] += static_cast<std::uint64_t>(std::llround(pairs * load_[e]));
-    }
-  }
-  const auto every = [this](std::int64_t interval) {
-    return interval > 0 && steps_ % static_cast<std::uint64_t>(interval) == 0;
-  };
-  // The rebalance sees only the steps before it; a drift at the same step takes effect after it.
-  if (every(cfg_.eplb_interval_steps)) {
-    if (sm_partitioned()) {
-      // The weights move while no step runs: once the other side's step has ended too. Rank changes
-      // asked for meanwhile wait for it, as they wait for a step.
-      deferred_.push_back([this] {
-        ++stepping_;
-        rebalance();
-        --stepping_;
-      });
-    } else {
+void NormalWorkerGroup::track_experts() {
+  // The rebalance sees the steps before it (their routing was counted when it was drawn).
+  if (cfg_.eplb_interval_steps <= 0 || steps_ % static_cast<std::uint64_t>(cfg_.eplb_interval_steps) != 0) return;
+  if (sm_partitioned()) {
+    // The weights move while no step runs: once the other side's step has ended too. Rank changes
+    // asked for meanwhile wait for it, as they wait for a step.
+    deferred_.push_back([this] {
+      ++stepping_;
       rebalance();
-    }
-  }
-  if (drift_rng_ != nullptr && every(cfg_.expert_drift_interval_steps)) {
-    popularity_->drift(cfg_.expert_drift_fraction, *drift_rng_);
-    load_ = popularity_->load();
-    traffic_.emplace(*placement_, load_, top_k);
-    rt_.record("eplb", "popularity_drifted", {{"step", steps_}, {"imbalance", placement_->imbalance(load_)}});
+      --stepping_;
+    });
+  } else {
+    rebalance();
   }
 }
 
@@ -501,7 +525,7 @@ void NormalWorkerGroup::rebalance() {
   ExpertPlacement next(seen, placement_->ranks(), cfg_.redundant_experts);
   if (next.imbalance(seen) >= placement_->imbalance(seen) * (1 - cfg_.eplb_min_improvement)) return;
   const std::int64_t slots = placement_->slots_changed_to(next);
-  const double before = placement_->imbalance(load_);
+  const double before = placement_->imbalance(seen);
   const auto moves = expert_move_bytes(*placement_, next, expert_bytes_);
   std::uint64_t bytes = 0;
   for (const auto& row : moves) bytes += std::accumulate(row.begin(), row.end(), std::uint64_t{0});
@@ -524,11 +548,11 @@ void NormalWorkerGroup::rebalance() {
     for (Gpu& g : r.gpus) g.stream->synchronize();
   }
   placement_ = std::move(next);
-  traffic_.emplace(*placement_, load_, model_.num_experts_per_tok);
+  set_traffic_placement();
   rt_.record("eplb", "rebalanced",
              {{"step", steps_},
               {"imbalance_before", before},
-              {"imbalance_after", placement_->imbalance(load_)},
+              {"imbalance_after", placement_->imbalance(seen)},
               {"slots_moved", slots},
               {"bytes_moved", bytes},
               {"duration_ns", (rt_.now() - start).ns()}});

@@ -13,12 +13,12 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "emu/rt/condition.h"
 #include "emu/rt/runtime.h"
 #include "engine/eplb/expert_placement.h"
-#include "engine/eplb/expert_popularity.h"
 #include "engine/exec/layer_kernels.h"
 #include "engine/exec/moe_traffic.h"
 #include "engine/exec/step_graph_builder.h"
@@ -51,13 +51,8 @@ struct NormalGroupConfig {
   SchedulerConfig scheduler;
   std::string scheduling_policy = "fcfs";
   std::int64_t redundant_experts = 0;
-  double expert_skew = 0;  // Zipf skew of expert popularity (0: uniform)
-  // Popularity drift (ExpertPopularity::drift): every expert_drift_interval_steps steps (0: never) this
-  // fraction of the Zipf order is rotated, from the seeded stream "expert-drift". Needs expert_skew > 0.
-  std::int64_t expert_drift_interval_steps = 0;
-  double expert_drift_fraction = 0.25;
   // EPLB: every eplb_interval_steps steps (0: off) the experts are placed anew from the routed counts
-  // observed since the last rebalance; the weights of every slot that changes move over NVLink (an
+  // the GPUs reported since the last rebalance (hal::StepOutcomes); the weights of every slot that changes move over NVLink (an
   // all-to-all on the EP group) before the next step.
   std::int64_t eplb_interval_steps = 0;
   // A rebalance happens only when it cuts the observed imbalance by this fraction: a placement that is
@@ -151,9 +146,12 @@ class NormalWorkerGroup {
   // The rank's worker process died: its next step fails, as the EP collectives would time out on it.
   void crash(std::int32_t rank);
   bool crashed(std::int32_t rank) const { return ranks_.at(static_cast<std::size_t>(rank)).crashed; }
-  // The MoE imbalance (max rank share over the mean) of the current placement: the throughput cost of
-  // a shrunk group.
-  double expert_imbalance() const { return placement_ ? placement_->imbalance(load_) : 1.0; }
+  // The MoE imbalance (max rank share over the mean) of the current placement under the popularity
+  // seen so far: the throughput cost of a shrunk group.
+  double expert_imbalance() const { return placement_ ? placement_->imbalance(seen_load()) : 1.0; }
+  // The routed pairs of the most loaded EP rank over the mean, summed over every step so far (what
+  // sets the MoE time: the most loaded rank); 1 without EP or steps.
+  double realized_expert_imbalance() const { return mean_pairs_ > 0 ? most_pairs_ / mean_pairs_ : 1.0; }
 
  private:
   // One GPU of a DP rank: an EP member, and TP rank `tp_rank` of its DP rank.
@@ -232,13 +230,20 @@ class NormalWorkerGroup {
   void kv_loaded(std::size_t rank, RequestId id, const hal::HalError* error);
   bool two_batch_step() const;
   void launch_two_batches();
-  std::int64_t accepted_drafts();
-  // After each step: count the step's routed tokens per expert, drift the popularity, rebalance.
-  void track_experts(StepKind kind);
+  // EP member m of the live ranks' GPUs.
+  hal::Device& member_device(std::size_t member);
+  // Asks each member's GPU how its `tokens[m]` tokens are routed, and counts what they report (under
+  // EP; without it, the experts all the tokens chose).
+  void route(std::span<const std::int64_t> tokens, MoeTraffic& traffic);
+  // Every MoeTraffic on the current placement.
+  void set_traffic_placement();
+  // The experts' popularity from every count reported so far (uniform before any).
+  ExpertLoad seen_load() const;
+  // After each step: rebalance when due.
+  void track_experts();
   void rebalance();
 
   rt::Runtime& rt_;
-  rt::Rng& mtp_rng_;
   const ModelProfile& model_;
   NormalGroupConfig cfg_;
   TokenSink on_tokens_;
@@ -251,12 +256,15 @@ class NormalWorkerGroup {
   std::uint64_t reserve_bytes_ = 0;
   LayerKernels kernels_;
   std::optional<ExpertPlacement> placement_;
-  std::optional<ExpertPopularity> popularity_;  // with skew; otherwise the load stays uniform
-  ExpertLoad load_;                             // the experts' true popularity now
-  rt::Rng* drift_rng_ = nullptr;
   std::vector<std::uint64_t> routed_counts_;  // token-expert pairs per expert since the last rebalance
+  std::vector<std::uint64_t> seen_counts_;    // the same since the start
   std::uint64_t expert_bytes_ = 0;            // one routed expert's weights, every MoE layer
-  std::optional<MoeTraffic> traffic_;
+  // Per side (lane()), and the second micro-batch's: the step's routing over the EP members (without
+  // EP, over one rank holding every expert; none for a dense model).
+  std::array<std::optional<MoeTraffic>, 2> traffic_;
+  std::optional<MoeTraffic> traffic_b_;
+  std::vector<std::vector<hal::RoutedExpert>> routed_;  // per member, the last routing drawn
+  double most_pairs_ = 0, mean_pairs_ = 0;              // realized_expert_imbalance()'s sums
   // The communicator of every live GPU that the MoE collectives join: the EP all-to-alls, or under
   // attention DP + MoE TP the all-gather and reduce-scatter. Null on one GPU, or when the experts are
   // split by one DP rank's attention TP group.

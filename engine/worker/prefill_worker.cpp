@@ -74,11 +74,9 @@ PrefillWorker::PrefillWorker(rt::Runtime& rt, const ModelProfile& model, std::ve
       estimate_activation_reserve(model, cfg_.scheduler.token_budget, cfg_.scheduler.max_running, tp).total_bytes());
 
   if (ep) {
-    rt::Rng& rng = rt.rng("prefill-expert-popularity");
-    const ExpertLoad load = cfg_.expert_skew > 0 ? skewed_expert_load(model.n_routed_experts, cfg_.expert_skew, rng)
-                                                 : uniform_expert_load(model.n_routed_experts);
-    placement_.emplace(load, members, 0);
-    traffic_.emplace(*placement_, load, model.num_experts_per_tok);
+    // Placed once, evenly: the instance knows nothing of the popularity, and rebalances never.
+    placement_.emplace(uniform_expert_load(model.n_routed_experts), members, 0);
+    for (Stage& stage : stages_) stage.traffic.emplace(*placement_);
   }
   gpus_.resize(devices.size());
   for (std::size_t i = 0; i < devices.size(); ++i) gpus_[i].device = devices[i];
@@ -165,7 +163,7 @@ void PrefillWorker::create_groups(std::int64_t s, const std::string& suffix) {
 std::unique_ptr<StepGraphBuilder> PrefillWorker::make_builder(const Stage& stage, std::int64_t member) const {
   const std::int64_t tp = this->tp();
   return std::make_unique<StepGraphBuilder>(
-      kernels_, traffic_ ? &*traffic_ : nullptr,
+      kernels_, stage.traffic ? &*stage.traffic : nullptr,
       StepGraphOptions{.ep_group = stage.ep_group,
                        .tp_group = stage.tp_groups.empty() ? nullptr : stage.tp_groups[static_cast<std::size_t>(member / tp)],
                        .rank = static_cast<std::int32_t>(member),
@@ -235,7 +233,9 @@ void PrefillWorker::launch_step() {
 
   const std::int64_t layers = model_.num_hidden_layers;
   for (std::int64_t s = 0; s < pp(); ++s) {
-    const PipelineStage& range = stages_[static_cast<std::size_t>(s)].layers;
+    Stage& stage = stages_[static_cast<std::size_t>(s)];
+    if (stage.traffic) route(stage, s);
+    const PipelineStage& range = stage.layers;
     const std::int64_t own = range.end_layer - range.first_layer;
     // Every rank cuts its layers alike: the EP collectives of a layer group join them all.
     const std::int64_t groups = any_finishing ? std::min(cfg_.kv_layer_groups, own) : 1;
@@ -265,6 +265,16 @@ void PrefillWorker::launch_step() {
     }
     if (!range.last) hand_on(s, n);
   }
+}
+
+void PrefillWorker::route(Stage& stage, std::int64_t s) {
+  routed_.resize(tokens_.size());
+  for (std::size_t m = 0; m < tokens_.size(); ++m) {
+    gpu(s, static_cast<std::int64_t>(m))
+        .device->outcomes()
+        .route_tokens(tokens_[m], model_.num_experts_per_tok, model_.n_routed_experts, routed_[m]);
+  }
+  stage.traffic->assign(routed_);
 }
 
 void PrefillWorker::hand_on(std::int64_t s, std::int64_t tokens) {

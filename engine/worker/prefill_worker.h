@@ -57,7 +57,6 @@ struct PrefillWorkerConfig {
   hal::DType kv_dtype = hal::DType::fp8;
   std::int64_t block_tokens = 64;
   bool expert_parallel = false;  // TP + EP: routed experts whole, spread over the GPUs (else split by TP)
-  double expert_skew = 0;        // Zipf skew of expert popularity under EP (0: uniform)
   // HBM kept for activations, graphs and comm buffers; unset: estimated from the model and scheduler.
   std::optional<std::uint64_t> activation_reserve_bytes;
   SchedulerConfig scheduler{.token_budget = 16'384, .max_running = 64, .chunk_tokens = 16'384, .draft_tokens = 0};
@@ -158,6 +157,7 @@ class PrefillWorker {
     std::shared_ptr<hal::CommGroup> ep_group;
     std::shared_ptr<hal::CommGroup> moe_tp_group;  // DP ranks under MoE TP: the token all-gathers
     std::vector<std::shared_ptr<hal::CommGroup>> to_next;  // rank r and rank r of the next stage
+    std::optional<MoeTraffic> traffic;  // with EP: the step's routing over the stage's GPUs
   };
   // One DP rank's scheduler and KV cache, and its part of the step.
   struct DpRank {
@@ -176,6 +176,8 @@ class PrefillWorker {
   // Each DP rank plans its part of the step (rejections reported); false when none has work.
   bool plan_all();
   void launch_step();
+  // Stage s's routing of the step's tokens, as its GPUs report it.
+  void route(Stage& stage, std::int64_t s);
   // Stage s's activations of `tokens` to the next stage: each rank's send graph, then the next stage's receives.
   void hand_on(std::int64_t s, std::int64_t tokens);
   std::unique_ptr<StepGraphBuilder> make_builder(const Stage& stage, std::int64_t member) const;
@@ -209,7 +211,7 @@ class PrefillWorker {
   std::uint64_t reserve_bytes_ = 0;
   LayerKernels kernels_;
   std::optional<ExpertPlacement> placement_;
-  std::optional<MoeTraffic> traffic_;
+  std::vector<std::vector<hal::RoutedExpert>> routed_;  // per EP member, the last routing drawn
   std::vector<Stage> stages_;
   std::vector<Gpu> gpus_;  // stage-major, then DP rank, then TP rank
   hal::SharedCollectiveOp send_, receive_;  // the last hand-on's parts, kept while its size stays

@@ -33,6 +33,8 @@ bool NormalWorkerGroup::run_step(StepKind kind) {
   if (!failures.empty()) return step_failed(kind, failures);
   const bool tbo = two_batch_step();
   const std::size_t l = lane(kind);
+  // The gate's choices for the step's tokens, as each GPU reports them (two micro-batches route apart).
+  if (traffic_[l] && !tbo) route(tokens_[l], *traffic_[l]);
   for (std::size_t rank : live_) {
     Rank& r = ranks_[rank];
     try {
@@ -152,7 +154,7 @@ void NormalWorkerGroup::rebuild_group(const std::string& why) {
     for (const Gpu& g : ranks_[k].gpus) ids.push_back(g.device->id());
   }
   make_moe_groups(ids);
-  if (placement_ && gpus > 0) traffic_.emplace(*placement_, load_, model_.num_experts_per_tok);
+  if (placement_ && gpus > 0) set_traffic_placement();
   for (std::size_t m = 0; m < live_.size(); ++m) {
     make_tp_groups(ranks_[live_[m]], live_[m]);
     make_builders(ranks_[live_[m]], static_cast<std::int32_t>(static_cast<std::int64_t>(m) * tp_));
@@ -185,13 +187,14 @@ void NormalWorkerGroup::remove_rank(std::int32_t rank, const std::string& cause,
     // The rank's GPUs are EP members [first, first + tp).
     const std::int64_t first = static_cast<std::int64_t>(index) * tp_;
     if (placement_ && !live_.empty()) {
-      const double before = placement_->imbalance(load_);
+      const ExpertLoad seen = seen_load();
+      const double before = placement_->imbalance(seen);
       // Its GPUs leave one by one, highest first, so the members below stay put.
       std::size_t lost = 0;
       ExpertPlacement next = *placement_;
       for (std::int64_t member = first + tp_; member-- > first;) {
         lost += next.experts_lost_with(member).size();
-        next = next.without_rank(member, load_);
+        next = next.without_rank(member, seen);
       }
       std::uint64_t reload = 0;
       for (std::int64_t k = 0; k < next.ranks(); ++k) {
@@ -204,7 +207,7 @@ void NormalWorkerGroup::remove_rank(std::int32_t rank, const std::string& cause,
         }
       }
       placement_ = std::move(next);
-      const double after = placement_->imbalance(load_);
+      const double after = placement_->imbalance(seen);
       const std::int64_t next_members = placement_->ranks();
       // The MoE part of a step takes as long as its most loaded rank: fewer ranks, each more loaded.
       rt_.record("eplb", "experts_replaced",
@@ -258,9 +261,10 @@ void NormalWorkerGroup::restore_rank(std::int32_t rank) {
       // Placed afresh over the whole group, then without each rank still out (highest first, so the
       // lower indices stay put): the placement a group of these ranks would have had.
       const auto gpus = static_cast<std::int64_t>(ranks_.size()) * tp_;
-      ExpertPlacement next(load_, gpus, cfg_.redundant_experts);
+      const ExpertLoad seen = seen_load();
+      ExpertPlacement next(seen, gpus, cfg_.redundant_experts);
       for (std::int64_t k = gpus; k-- > 0;) {
-        if (!ranks_[static_cast<std::size_t>(k / tp_)].live) next = next.without_rank(k, load_);
+        if (!ranks_[static_cast<std::size_t>(k / tp_)].live) next = next.without_rank(k, seen);
       }
       placement_ = std::move(next);
       const auto index = std::find(live_.begin(), live_.end(), static_cast<std::size_t>(rank)) - live_.begin();

@@ -13,6 +13,7 @@
 #include "emu/rt/virtual_runtime.h"
 #include "engine/worker/normal_worker_group.h"
 #include "tests/engine/decode_step_time.h"
+#include "tests/engine/step_outcomes_rig.h"
 
 namespace nvl::engine {
 namespace {
@@ -279,12 +280,10 @@ TEST(AttentionTp, EachGpuOfARankKeepsItsGraceCopy) {
 TEST(AttentionTp, TwoBatchOverlapAndEplbRunWithTp2) {
   NormalGroupConfig cfg;
   cfg.two_batch_overlap = true;
-  cfg.expert_skew = 0.6;
   cfg.redundant_experts = 8;
-  cfg.expert_drift_interval_steps = 2;
-  cfg.expert_drift_fraction = 0.5;
   cfg.eplb_interval_steps = 3;
   Rig rig(2, cfg);
+  draw_outcomes(rig.cluster, rig.rt, 0, 8, {.expert_skew = 0.6, .drift_interval = rt::ms(20), .drift_fraction = 0.5});
   std::int64_t rebalances = 0;
   rig.rt.log().set_observer([&](rt::Time, std::string_view source, std::string_view kind, const nlohmann::json&,
                                 rt::Severity) { rebalances += source == "eplb" && kind == "rebalanced" ? 1 : 0; });

@@ -12,6 +12,7 @@
 #include "engine/system/pd_system.h"
 #include "engine/worker/normal_worker_group.h"
 #include "fabric/fabric_rdma.h"
+#include "tests/engine/step_outcomes_rig.h"
 
 namespace nvl::engine {
 namespace {
@@ -157,11 +158,9 @@ TEST(GreenContexts, RebalancesWaitForBothSidesAndEveryTokenArrives) {
   const ModelProfile model = load_model_profile(model_profile_path("deepseek-v3"));
   NormalGroupConfig cfg;
   cfg.sm_partition_prefill = 0.3;
-  cfg.expert_skew = 0.6;
   cfg.redundant_experts = kRanks;
-  cfg.expert_drift_interval_steps = 4;
-  cfg.expert_drift_fraction = 0.5;
   cfg.eplb_interval_steps = 3;
+  draw_outcomes(cluster, rt, 0, kRanks, {.expert_skew = 0.6, .drift_interval = rt::ms(40), .drift_fraction = 0.5});
   std::map<RequestId, std::int64_t> tokens;
   NormalWorkerGroup group(
       rt, model, cluster.devices(0, kRanks), cluster.collectives(), cfg,

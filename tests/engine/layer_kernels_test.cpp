@@ -130,13 +130,13 @@ TEST(LayerKernels, CausalPrefillCountsATriangleOfKeys) {
 
 TEST(LayerKernels, MoeTpSlicesReadEveryPairsHiddenStateWhole) {
   // GLM-5 (hidden 6,144, 256 experts of intermediate 2,048, FP8) at DP32 x MoE TP32, 2,048 tokens
-  // gathered: 16,384 token-expert pairs through 1/32 of every expert (intermediate 64). By hand:
+  // gathered: 16,384 token-expert pairs through 1/32 of every expert, all 256 chosen (intermediate 64). By hand:
   // FLOPs 6 x 16,384 x 6,144 x 64 = 38.7 G; weights 256 x 3 x 6,144 x 64 x 1 B = 302 MB; activations
   // 16,384 x (2 x 6,144 + 3 x 64) x 2 B = 409 MB: the hidden states, not the weights, dominate.
   const ModelProfile m = load("glm-5");
   const LayerKernels lk(m, 1, WeightDtypes{}, hal::DType::fp8);
   std::vector<KernelDesc> ks;
-  lk.routed_expert_slices(16'384, 32, ks);
+  lk.routed_expert_slices(16'384, 32, 256, ks);
   ASSERT_EQ(ks.size(), 1u);
   EXPECT_EQ(ks[0].kind, KernelKind::moe_gemm);
   EXPECT_NEAR(static_cast<double>(ks[0].flops) / 1e9, 38.7, 0.1);

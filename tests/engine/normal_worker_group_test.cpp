@@ -9,6 +9,7 @@
 #include "emu/rt/virtual_runtime.h"
 #include "engine/hal/hal_error.h"
 #include "engine/worker/normal_worker_group.h"
+#include "tests/engine/step_outcomes_rig.h"
 
 namespace nvl::engine {
 namespace {
@@ -73,7 +74,7 @@ std::string run_hash(std::uint64_t seed) {
   const ModelProfile model = load_model_profile(model_profile_path("glm-5"));
   NormalGroupConfig cfg;
   cfg.scheduler.draft_tokens = 1;
-  cfg.expert_skew = 1.0;
+  draw_outcomes(cluster, rt, 0, 8, {.expert_skew = 1.0, .mtp_acceptance_rate = 0.7});
   NormalWorkerGroup group(
       rt, model, cluster.devices(0, 8), cluster.collectives(), cfg,
       [&](std::int32_t rank, const StepOutcome& o) {

@@ -60,7 +60,28 @@ class StepGraphBuilderTest : public ::testing::Test {
   static constexpr int kRanks = 4;
   ModelProfile model = load_model_profile(model_profile_path("glm-5"));
   LayerKernels kernels{model, 1, WeightDtypes{}, hal::DType::fp8};
-  MoeTraffic traffic{std::vector<double>(kRanks, 1.0 / kRanks), model.num_experts_per_tok};
+  // 256 experts, 64 on each rank: equally popular, they are dealt round the ranks (rank d holds experts
+  // d, d + 4, d + 8, ...).
+  ExpertPlacement placement{uniform_expert_load(256), kRanks, 0};
+  MoeTraffic traffic{placement};
+  // The routing a step's GPUs report: each of member m's tokens[m] tokens chooses two experts of every
+  // rank (d and d + 4 of rank d), so member m sends 2 x tokens[m] pairs to each other rank.
+  void route(const std::vector<std::int64_t>& tokens) {
+    std::vector<std::vector<hal::RoutedExpert>> routed(kRanks);
+    for (int m = 0; m < kRanks; ++m) {
+      if (tokens[static_cast<std::size_t>(m)] == 0) continue;
+      for (std::int32_t d = 0; d < kRanks; ++d) {
+        for (std::int32_t e : {d, d + kRanks}) {
+          routed[static_cast<std::size_t>(m)].push_back({e, static_cast<std::int32_t>(tokens[static_cast<std::size_t>(m)])});
+        }
+      }
+    }
+    traffic.assign(routed);
+  }
+  std::vector<std::uint64_t> bytes(std::vector<std::uint64_t> pairs, std::uint64_t per_pair) const {
+    for (auto& p : pairs) p *= per_pair;
+    return pairs;
+  }
   std::shared_ptr<hal::CommGroup> group = std::make_shared<Members>(kRanks);
   StepGraphBuilder builder{kernels, &traffic,
                            StepGraphOptions{.ep_group = group, .tp_group = nullptr, .rank = 1, .local_experts = 64, .mtp = false}};
@@ -69,12 +90,14 @@ class StepGraphBuilderTest : public ::testing::Test {
 TEST_F(StepGraphBuilderTest, AStepHoldsEveryLayersKernelsAndTwoAllToAllsPerMoeLayer) {
   const RankBatch batch = decodes(8, 3'000);
   const std::vector<std::int64_t> tokens{8, 8, 5, 0};
+  route(tokens);
   const hal::Graph g = builder.build(batch, tokens);
   std::vector<hal::KernelDesc> attention, ffn, gate, experts, head;
   kernels.attention(batch, false, attention);
   kernels.dense_ffn(8, ffn);
   kernels.moe_gate_and_shared(8, gate);
-  kernels.routed_experts(traffic.expert_tokens(1, tokens), 64, experts);
+  // Rank 1 computes 2 pairs of each of the 21 tokens, over the two of its experts they chose.
+  kernels.routed_experts(42, 2, experts);
   kernels.head(8, head);
   const auto dense = static_cast<std::size_t>(model.first_k_dense_replace);
   const auto moe = static_cast<std::size_t>(model.num_hidden_layers) - dense;
@@ -85,21 +108,23 @@ TEST_F(StepGraphBuilderTest, AStepHoldsEveryLayersKernelsAndTwoAllToAllsPerMoeLa
   const auto ops = ops_of(g);
   ASSERT_EQ(ops.size(), 2u);
   EXPECT_EQ(ops[0]->role, hal::AllToAllRole::moe_dispatch);
-  EXPECT_EQ(ops[0]->send_bytes, traffic.dispatch_row(1, 8, kernels.dispatch_bytes_per_token()));
+  EXPECT_EQ(ops[0]->send_bytes, bytes({16, 0, 16, 16}, kernels.dispatch_bytes_per_token()));
   EXPECT_EQ(ops[1]->role, hal::AllToAllRole::moe_combine);
-  EXPECT_EQ(ops[1]->send_bytes, traffic.combine_row(1, tokens, kernels.combine_bytes_per_token()));
+  EXPECT_EQ(ops[1]->send_bytes, bytes({16, 0, 10, 0}, kernels.combine_bytes_per_token()));
   // Dense layer: attention and FFN; MoE layer: the same attention list, gate, experts; then the head.
   const auto lists = lists_of(g);
   ASSERT_EQ(lists.size(), 6u);
   EXPECT_EQ(lists[0], lists[2]) << "one attention list for every layer";
   EXPECT_EQ(lists[0]->size(), attention.size());
   EXPECT_EQ((*lists[4])[0].flops, experts[0].flops);
+  EXPECT_EQ((*lists[4])[0].bytes, experts[0].bytes) << "the weights of the two experts chosen, not of all 64";
 }
 
-TEST_F(StepGraphBuilderTest, ConsecutiveStepsShareWhatTheirTokenCountsFix) {
+TEST_F(StepGraphBuilderTest, ConsecutiveStepsShareWhatTheirTokenCountsAndRoutingFix) {
   const std::vector<std::int64_t> tokens{8, 8, 5, 0};
+  route(tokens);
   const hal::Graph first = builder.build(decodes(8, 3'000), tokens);
-  const hal::Graph second = builder.build(decodes(8, 3'001), tokens);  // one token further
+  const hal::Graph second = builder.build(decodes(8, 3'001), tokens);  // one token further, same routing
   const auto a = lists_of(first);
   const auto b = lists_of(second);
   ASSERT_EQ(a.size(), b.size());
@@ -114,29 +139,32 @@ TEST_F(StepGraphBuilderTest, ConsecutiveStepsShareWhatTheirTokenCountsFix) {
   for (std::size_t i : {1u, 3u, 4u, 5u}) EXPECT_EQ(a[i], b[i]) << "list " << i;
   EXPECT_EQ(ops_of(first), ops_of(second));
 
-  // Another rank's count changes the combine; this rank's count changes its dispatch and lists too.
-  const std::vector<std::int64_t> other{8, 8, 6, 0};
-  const hal::Graph third = builder.build(decodes(8, 3'002), other);
-  EXPECT_EQ(ops_of(third)[0], ops_of(second)[0]) << "the dispatch depends on this rank's tokens only";
-  EXPECT_NE(ops_of(third)[1], ops_of(second)[1]);
-  EXPECT_EQ(ops_of(third)[1]->send_bytes, traffic.combine_row(1, other, kernels.combine_bytes_per_token()));
-  EXPECT_EQ(lists_of(third)[3], b[3]) << "the gate depends on this rank's tokens only";
+  // A step's new routing (the same counts drawn again) makes new all-to-alls; equal counts keep the lists.
+  route(tokens);
+  const hal::Graph third = builder.build(decodes(8, 3'002), tokens);
+  EXPECT_NE(ops_of(third)[0], ops_of(second)[0]);
+  EXPECT_EQ(ops_of(third)[0]->send_bytes, ops_of(second)[0]->send_bytes);
+  EXPECT_EQ(lists_of(third)[4], b[4]) << "the same pairs over the same experts: the same expert GEMM";
   const std::vector<std::int64_t> own{8, 7, 6, 0};
+  route(own);
   const hal::Graph fourth = builder.build(decodes(7, 3'003), own);
-  EXPECT_EQ(ops_of(fourth)[0]->send_bytes, traffic.dispatch_row(1, 7, kernels.dispatch_bytes_per_token()));
-  EXPECT_EQ(ops_of(fourth)[1]->send_bytes, traffic.combine_row(1, own, kernels.combine_bytes_per_token()));
+  EXPECT_EQ(ops_of(fourth)[0]->send_bytes, bytes({14, 0, 14, 14}, kernels.dispatch_bytes_per_token()));
+  EXPECT_EQ(ops_of(fourth)[1]->send_bytes, bytes({16, 0, 12, 0}, kernels.combine_bytes_per_token()));
   EXPECT_NE(lists_of(fourth)[3], b[3]);
   EXPECT_EQ((*lists_of(fourth)[3])[0].flops * 8, (*b[3])[0].flops * 7) << "the gate GEMM scales with the tokens";
 }
 
-TEST_F(StepGraphBuilderTest, NewRankSharesRouteEveryRowAnew) {
+TEST_F(StepGraphBuilderTest, ANewPlacementRoutesEveryRowAnew) {
   const std::vector<std::int64_t> tokens{8, 8, 5, 3};
+  route(tokens);
   const hal::Graph before = builder.build(decodes(8, 3'000), tokens);
-  traffic = MoeTraffic{{0.1, 0.2, 0.3, 0.4}, model.num_experts_per_tok};  // a rebalance, in place
+  // A rebalance, in place (here to an even placement again): the next step's routing is over it.
+  traffic.set_placement(ExpertPlacement(uniform_expert_load(256), kRanks, 0));
+  route(tokens);
   const hal::Graph after = builder.build(decodes(8, 3'001), tokens);
-  EXPECT_NE(ops_of(after)[0]->send_bytes, ops_of(before)[0]->send_bytes);
-  EXPECT_EQ(ops_of(after)[0]->send_bytes, traffic.dispatch_row(1, 8, kernels.dispatch_bytes_per_token()));
-  EXPECT_EQ(ops_of(after)[1]->send_bytes, traffic.combine_row(1, tokens, kernels.combine_bytes_per_token()));
+  EXPECT_NE(ops_of(after)[0], ops_of(before)[0]);
+  EXPECT_EQ(ops_of(after)[0]->send_bytes, bytes({16, 0, 16, 16}, kernels.dispatch_bytes_per_token()));
+  EXPECT_EQ(ops_of(after)[1]->send_bytes, bytes({16, 0, 10, 6}, kernels.combine_bytes_per_token()));
 }
 
 TEST_F(StepGraphBuilderTest, ALayerBodyIsRebuiltInPlaceOnlyOnceNoGraphHoldsIt) {
@@ -185,7 +213,7 @@ TEST_F(StepGraphBuilderTest, AttentionDpWithMoeTpGathersEveryRanksTokensAroundTh
     EXPECT_EQ(ops[i]->bytes, 16u * 6'144 * 2);
   }
   std::vector<hal::KernelDesc> experts;
-  kernels.routed_expert_slices(128, 4, experts);
+  kernels.routed_expert_slices(128, 4, 256, experts);  // no routing given: every expert read
   bool found = false;
   for (const auto& list : lists_of(g)) {
     for (const hal::KernelDesc& k : *list) {

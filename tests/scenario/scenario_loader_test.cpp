@@ -75,6 +75,28 @@ TEST_F(ScenarioFile, SetOverridesApplyBeforeChecking) {
             std::string::npos);
   EXPECT_NE(error_of(kMinimal, {"deployment.pools[dep].eplb={\"bogus\": 1}"}).find("deployment.pools[0].eplb.bogus"),
             std::string::npos);
+}
+
+TEST_F(ScenarioFile, StepOutcomeKeysOutOfRangeAreNamed) {
+  const auto expect_named = [&](const std::string& override, const std::string& key) {
+    const std::string e = error_of(kMinimal, {override});
+    EXPECT_NE(e.find(key), std::string::npos) << override << ": " << e;
+  };
+  expect_named("deployment.pools[dep].mtp_acceptance_rate=1.5", "deployment.pools[0].mtp_acceptance_rate");
+  expect_named("deployment.pools[dep].mtp_acceptance_rate=-0.1", "deployment.pools[0].mtp_acceptance_rate");
+  expect_named("deployment.pools[dep].eplb={\"expert_skew\": 1, \"drift_interval_ms\": -5}",
+               "deployment.pools[0].eplb.drift_interval_ms");
+  expect_named("deployment.pools[dep].eplb={\"expert_skew\": 1, \"drift_fraction\": 2}",
+               "deployment.pools[0].eplb.drift_fraction");
+  // A uniform popularity has nothing to drift.
+  const std::string e = error_of(kMinimal, {"deployment.pools[dep].eplb={\"drift_interval_ms\": 1000}"});
+  EXPECT_NE(e.find("deployment.pools[0].eplb.drift_interval_ms"), std::string::npos) << e;
+  EXPECT_NE(e.find("expert_skew"), std::string::npos) << e;
+  const Scenario ok = load_scenario(write(kMinimal), {"deployment.pools[dep].mtp_acceptance_rate=0.7",
+                                                      "deployment.pools[dep].eplb={\"expert_skew\": 1, \"drift_interval_ms\": 500, \"drift_fraction\": 0.5}"});
+  EXPECT_DOUBLE_EQ(*ok.deployment.pools[0].mtp_acceptance_rate, 0.7);
+  EXPECT_DOUBLE_EQ(ok.deployment.pools[0].eplb.drift_interval_ms, 500);
+  EXPECT_DOUBLE_EQ(ok.deployment.pools[0].eplb.drift_fraction, 0.5);
   EXPECT_NE(error_of(kMinimal, {"deployment.pools[dep].two_batch_overlap=3"}).find("deployment.pools[0].two_batch_overlap"),
             std::string::npos);
 }
