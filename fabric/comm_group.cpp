@@ -152,7 +152,7 @@ namespace {
 
 // Calls words(first, count) for each run of words of a call's signature, in order, until it returns
 // false; says whether every run was visited. The signature is what the price depends on: the shape,
-// and per-rank sizes.
+// and per-rank sizes (same_signature compares the same words in place).
 template <typename Words>
 bool for_each_signature_run(const std::vector<hal::SharedCollectiveOp>& ops, Words&& words) {
   const auto& a = *ops.front();
@@ -236,18 +236,16 @@ bool FabricCommGroup::SignatureEqual::operator()(const SignatureView& view, cons
 }
 
 bool FabricCommGroup::same_signature(const Ops& a, const Ops& b) {
-  std::vector<std::pair<const std::uint64_t*, std::size_t>> runs;
-  for_each_signature_run(b, [&](const std::uint64_t* words, std::size_t count) {
-    runs.emplace_back(words, count);
-    return true;
-  });
-  std::size_t at = 0;
-  const bool same = for_each_signature_run(a, [&](const std::uint64_t* words, std::size_t count) {
-    if (at == runs.size() || runs[at].second != count || !std::equal(words, words + count, runs[at].first)) return false;
-    ++at;
-    return true;
-  });
-  return same && at == runs.size();
+  // The words for_each_signature_run visits, compared in place (its runs do not outlive its calls).
+  if (a.size() != b.size()) return false;
+  const hal::CollectiveOp& x = *a.front();
+  const hal::CollectiveOp& y = *b.front();
+  if (x.kind != y.kind || x.role != y.role || x.bytes != y.bytes || x.root != y.root) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (x.kind == hal::CollectiveKind::all_to_all && a[i]->send_bytes != b[i]->send_bytes) return false;
+    if (x.kind == hal::CollectiveKind::send_recv && (a[i]->bytes != b[i]->bytes || a[i]->peer != b[i]->peer)) return false;
+  }
+  return true;
 }
 
 FabricCommGroup::Cache::value_type* FabricCommGroup::same_objects_entry(const Ops& ops) const {
