@@ -385,7 +385,7 @@ FabricCommGroup::Cache::value_type* FabricCommGroup::entry_for(const Ops& ops, s
   if (!hash) hash = signature_hash(ops);
   // A signature is stored once it is met a second time: an all-to-all of sampled expert routing is new
   // at every step, and its 32 KB key would only be built to be dropped. Until then its entry is a
-  // scratch one that only its own objects find (a step's repeated layers reuse them).
+  // scratch one, found by its own objects (a step's repeated layers reuse them) or by hash and signature.
   if (std::find(missed_.begin(), missed_.end(), *hash) == missed_.end()) {
     missed_[next_missed_++ % missed_.size()] = *hash;
     std::optional<Cache::value_type>* slot = nullptr;
