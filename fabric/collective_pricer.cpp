@@ -89,17 +89,28 @@ const std::vector<int>& CollectivePricer::load(const CollectivePlan& plan, const
   channels_.assign(global_.begin(), global_.end());
   std::sort(channels_.begin(), channels_.end());
   channel_bytes_.resize(channels_.size());
+  sorted_local_.resize(channels_.size());
   for (std::size_t i = 0; i < channels_.size(); ++i) {
-    channel_bytes_[i] = local_bytes_[static_cast<std::size_t>(local_[static_cast<std::size_t>(channels_[i])])];
+    sorted_local_[i] = local_[static_cast<std::size_t>(channels_[i])];
+    channel_bytes_[i] = local_bytes_[static_cast<std::size_t>(sorted_local_[i])];
   }
   for (int c : global_) local_[static_cast<std::size_t>(c)] = -1;
   return channels_;
 }
 
-void CollectivePricer::price(int members, std::vector<rt::Duration>& done, std::vector<double>& channel_bytes) {
+void CollectivePricer::price(int members, std::vector<rt::Duration>& done, std::vector<double>& channel_bytes,
+                             std::vector<double>& channel_seconds) {
   const CollectivePlan& plan = *plan_;
   const std::size_t flows = plan.flows.size();
   channel_bytes.assign(channel_bytes_.begin(), channel_bytes_.end());
+  // Per local channel: when its last byte arrives, in seconds after the data started to move.
+  busy_until_.assign(cap_.size(), 0.0);
+  const auto sorted_busy = [&] {
+    channel_seconds.resize(sorted_local_.size());
+    for (std::size_t i = 0; i < sorted_local_.size(); ++i) {
+      channel_seconds[i] = busy_until_[static_cast<std::size_t>(sorted_local_[i])];
+    }
+  };
   done.assign(static_cast<std::size_t>(members), plan.overhead + plan.sync_latency);
   remaining_.resize(flows);
   done_below_.resize(flows);
@@ -124,6 +135,8 @@ void CollectivePricer::price(int members, std::vector<rt::Duration>& done, std::
     if (cap_[l] > 0) busiest_s = std::max(busiest_s, local_bytes_[l] / cap_[l]);
   }
   if (busiest_s * 1e9 < kLatencyBoundShare * static_cast<double>((plan.overhead + plan.sync_latency).ns())) {
+    busy_until_.assign(cap_.size(), busiest_s);  // every flow counts as done when the busiest channel is
+    sorted_busy();
     const rt::Duration data = plan.overhead + rt::ns(static_cast<std::int64_t>(std::ceil(busiest_s * 1e9)));
     for (const PlannedFlow& f : plan.flows) {
       for (int m : {f.src_rank, f.dst_rank}) {
@@ -172,6 +185,10 @@ void CollectivePricer::price(int members, std::vector<rt::Duration>& done, std::
       const auto u = static_cast<std::size_t>(finished[k]);
       const PlannedFlow& f = plan.flows[u];
       const double left = remaining[u] > done_below[u] ? remaining[u] / rate[u] : 0;
+      for (int p = offset_[u]; p < offset_[u + 1]; ++p) {
+        double& busy = busy_until_[static_cast<std::size_t>(path_[static_cast<std::size_t>(p)])];
+        busy = std::max(busy, t + left);
+      }
       const rt::Duration end = plan.overhead + rt::ns(static_cast<std::int64_t>(std::ceil((t + left) * 1e9))) + f.latency;
       for (int m : {f.src_rank, f.dst_rank}) {
         auto& d = done[static_cast<std::size_t>(m)];
@@ -181,6 +198,7 @@ void CollectivePricer::price(int members, std::vector<rt::Duration>& done, std::
     }
     active_count = kept;
   }
+  sorted_busy();
 }
 
 }  // namespace nvl::fabric

@@ -20,9 +20,11 @@ class CollectivePricer {
   // Takes a plan to price and returns the channels it uses, once each, ascending (the caller checks
   // them before pricing). The plan must stay as it is until price().
   const std::vector<int>& load(const CollectivePlan& plan, const Fabric& fabric);
-  // The loaded plan's member completion times, measured from the moment every member has arrived, and
-  // the wire bytes it puts on each of load()'s channels (for link utilisation).
-  void price(int members, std::vector<rt::Duration>& done, std::vector<double>& channel_bytes);
+  // The loaded plan's member completion times, measured from the moment every member has arrived, the
+  // wire bytes it puts on each of load()'s channels (for link utilisation), and when each of them carries
+  // its last byte, in seconds after the data starts to move (the plan's overhead after the arrival).
+  void price(int members, std::vector<rt::Duration>& done, std::vector<double>& channel_bytes,
+             std::vector<double>& channel_seconds);
 
  private:
   // local_bytes_ from the loaded flows.
@@ -37,6 +39,8 @@ class CollectivePricer {
   std::vector<double> cap_;
   std::vector<double> local_bytes_;    // per local channel: its wire bytes
   std::vector<double> channel_bytes_;  // the same per channel of channels_
+  std::vector<int> sorted_local_;      // per channel of channels_: its local index
+  std::vector<double> busy_until_;     // per local channel: see price()'s channel_seconds
   std::vector<double> rate_, remaining_, done_below_;  // by flow; done_below_: what counts as arrived
 };
 

@@ -120,8 +120,7 @@ void FabricCommGroup::start_repeat(Repeat& r) {
     ++finish_end.back();
   }
   const Cached& c = entry->second;
-  run_held(Fabric::HeldTraffic{c.channels, c.channel_bytes, c.channel_flows, static_cast<double>(r.times)}, finish, finish_end,
-           by_finish, r.done, r.ops.front()->name);
+  run_held(held(c, r.times, true), finish, finish_end, by_finish, r.done, r.ops.front()->name);
 }
 
 std::optional<std::string> FabricCommGroup::disagreement(const Ops& ops) const {
@@ -286,8 +285,9 @@ void FabricCommGroup::used(Cache::value_type& entry) {
 }
 
 bool FabricCommGroup::fast_ok(const std::vector<int>& channels) const {
-  const rt::Time now = fabric_.runtime().now();
-  return std::all_of(channels.begin(), channels.end(), [&](int c) { return fabric_.healthy(c) && fabric_.idle(c, now); });
+  // Channels other calls hold are fine: the holds share them (two streams' calls, pools on the same GPUs).
+  return std::all_of(channels.begin(), channels.end(),
+                     [&](int c) { return fabric_.healthy(c) && fabric_.flows().flows_on(c) == 0; });
 }
 
 void FabricCommGroup::fail_later(hal::CollectiveDone done, const hal::HalError& e) {
@@ -369,7 +369,8 @@ FabricCommGroup::Cache::value_type* FabricCommGroup::entry_for(const Ops& ops, s
   CrossbarAllToAll::Priced& x = crossbar_priced_;
   if (ops.front()->kind == hal::CollectiveKind::all_to_all && crossbar_.price(fabric_, members_, ops, x) &&
       (!idle_only || fast_ok(x.channels))) {
-    c = cached(std::move(x.channels), std::move(x.channel_bytes), std::move(x.channel_flows), x.done);
+    c = cached(std::move(x.channels), std::move(x.channel_bytes), std::move(x.channel_flows),
+               std::move(x.channel_seconds), x.wire_from, x.done);
   } else {
     try {
       plan_collective(fabric_, members_, ops, plan_);
@@ -414,11 +415,11 @@ void FabricCommGroup::run_call(const Ops& ops, std::vector<hal::CollectiveDone>&
     if (Cache::value_type* entry = entry_for(ops, done, true)) {
       const Cached& c = entry->second;
       ++stats_.fast;
-      run_held(Fabric::HeldTraffic{c.channels, c.channel_bytes, c.channel_flows, 1.0}, c.finish, c.finish_end, c.by_finish, done, name);
+      run_held(held(c, 1, false), c.finish, c.finish_end, c.by_finish, done, name);
       return;
     }
     if (stats_.failed != failed) return;
-    // plan_ holds the call's plan: its links are busy or degraded.
+    // plan_ holds the call's plan: its links carry flows or are degraded.
   } else {
     if (auto why = disagreement(ops)) {
       fail_call(done, hal::HalError(-1, op_name(name), hal::Xid::none, *why));
@@ -439,23 +440,26 @@ std::optional<FabricCommGroup::Cached> FabricCommGroup::price_plan(const Collect
   if (idle_only && !fast_ok(channels)) return std::nullopt;
   std::vector<int> held = channels;
   std::vector<rt::Duration> done;
-  std::vector<double> bytes;
-  pricer_.price(static_cast<int>(members_.size()), done, bytes);
+  std::vector<double> bytes, seconds;
+  pricer_.price(static_cast<int>(members_.size()), done, bytes, seconds);
   std::vector<int> flows(held.size(), 0);
   for (const PlannedFlow& f : plan.flows) {
     for (int ch : plan.route(f)) {
       ++flows[static_cast<std::size_t>(std::lower_bound(held.begin(), held.end(), ch) - held.begin())];
     }
   }
-  return cached(std::move(held), std::move(bytes), std::move(flows), done);
+  return cached(std::move(held), std::move(bytes), std::move(flows), std::move(seconds), plan.overhead, done);
 }
 
 FabricCommGroup::Cached FabricCommGroup::cached(std::vector<int> channels, std::vector<double> channel_bytes,
-                                                std::vector<int> channel_flows, const std::vector<rt::Duration>& done) {
+                                                std::vector<int> channel_flows, std::vector<double> channel_seconds,
+                                                rt::Duration wire_from, const std::vector<rt::Duration>& done) {
   Cached c;
   c.channels = std::make_shared<const std::vector<int>>(std::move(channels));
   c.channel_bytes = std::make_shared<const std::vector<double>>(std::move(channel_bytes));
   c.channel_flows = std::make_shared<const std::vector<int>>(std::move(channel_flows));
+  c.channel_seconds = std::make_shared<const std::vector<double>>(std::move(channel_seconds));
+  c.wire_from = wire_from;
   c.by_finish.resize(done.size());
   std::iota(c.by_finish.begin(), c.by_finish.end(), 0);
   std::stable_sort(c.by_finish.begin(), c.by_finish.end(),
@@ -469,6 +473,11 @@ FabricCommGroup::Cached FabricCommGroup::cached(std::vector<int> channels, std::
     ++c.finish_end.back();
   }
   return c;
+}
+
+Fabric::HeldTraffic FabricCommGroup::held(const Cached& c, std::size_t times, bool repeated) {
+  return Fabric::HeldTraffic{c.channels, c.channel_bytes, c.channel_flows, c.channel_seconds, c.wire_from,
+                             static_cast<double>(times), repeated};
 }
 
 void FabricCommGroup::run_held(const Fabric::HeldTraffic& traffic, const std::vector<rt::Duration>& finish,

@@ -1,8 +1,9 @@
 #pragma once
 // A communicator over a group of GPUs. Members arrive one by one with their part of each call (in call
-// order per member); a call starts when every member has arrived. A call on idle, healthy links is priced
-// on the fast path (offline, cached by signature); anything else (faults, degraded links, traffic on the
-// links) runs as flows in the live flow model. Each member's callback runs at its completion.
+// order per member); a call starts when every member has arrived. A call on healthy links without flows
+// on them is priced on the fast path (offline, cached by signature) and holds its links, sharing them with
+// other held calls there (Fabric::hold); anything else (faults, degraded links, flows on the links) runs
+// as flows in the live flow model. Each member's callback runs at its completion.
 // A member's GPU failing (lost, or an ECC error that needs a reset) aborts the communicator as NCCL's
 // watchdog and ncclCommAbort do: every call queued or running fails for every member, and so does
 // every later call; the survivors (or the reset GPU) go on in a new communicator.
@@ -69,6 +70,8 @@ class FabricCommGroup final : public hal::CommGroup {
     std::shared_ptr<const std::vector<int>> channels;  // every channel the plan uses, once, ascending
     std::shared_ptr<const std::vector<double>> channel_bytes;  // wire bytes on each of `channels`
     std::shared_ptr<const std::vector<int>> channel_flows;     // the plan's flows crossing each
+    std::shared_ptr<const std::vector<double>> channel_seconds;  // when each carries its last byte
+    rt::Duration wire_from;  // the launch: the data moves from then on (channel_seconds count from it)
     // The members by completion time (from the start), earliest first; members finishing together share
     // one event (a symmetric collective has one).
     std::vector<rt::Duration> finish;  // the distinct times
@@ -98,11 +101,14 @@ class FabricCommGroup final : public hal::CommGroup {
   std::optional<std::string> disagreement(const Ops& ops) const;
   static std::size_t signature_hash(const Ops& ops);
   static bool same_signature(const Ops& a, const Ops& b);
-  // The plan priced offline; nothing when a channel it uses is degraded or busy and `idle_only`.
+  // The plan priced offline; nothing when a channel it uses is degraded or carries flows and `idle_only`.
   std::optional<Cached> price_plan(const CollectivePlan& plan, bool idle_only);
   // The entry for a priced call: its held traffic, and its members grouped by completion time.
   static Cached cached(std::vector<int> channels, std::vector<double> channel_bytes, std::vector<int> channel_flows,
+                       std::vector<double> channel_seconds, rt::Duration wire_from,
                        const std::vector<rt::Duration>& done);
+  // A call of `c` (or `times` calls of it, repeated) as held traffic.
+  static Fabric::HeldTraffic held(const Cached& c, std::size_t times, bool repeated);
   void start_repeat(Repeat& r);
   bool fast_ok(const std::vector<int>& channels) const;
   // Holds `traffic` and finishes the members at now + finish[g] (groups as in Cached). Takes the
@@ -186,7 +192,7 @@ class FabricCommGroup final : public hal::CommGroup {
   Cache::value_type* find_entry(const Ops& ops, std::optional<std::size_t>& hash);
   void used(Cache::value_type& entry);
   // The entry for a call's parts: found, or planned and priced (null when the call cannot run, having
-  // failed it, or when `idle_only` and its links are busy or degraded, leaving plan_ its plan).
+  // failed it, or when `idle_only` and its links carry flows or are degraded, leaving plan_ its plan).
   Cache::value_type* entry_for(const Ops& ops, std::vector<hal::CollectiveDone>& done, bool idle_only);
   CommGroupStats stats_;
   std::vector<hal::Xid> down_;  // per member: why it failed, Xid::none while it has not

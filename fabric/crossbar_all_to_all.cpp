@@ -107,13 +107,17 @@ bool CrossbarAllToAll::price(const Fabric& fabric, const std::vector<hal::Device
   out.channels.clear();
   out.channel_bytes.clear();
   out.channel_flows.clear();
+  out.channel_seconds.clear();
   for (int e : order_) {
     const auto ue = static_cast<std::size_t>(e);
     const int c = channel(e);
-    if (fabric.flows().capacity(c) <= 0) return false;
+    const double capacity = fabric.flows().capacity(c);
+    if (capacity <= 0) return false;
     out.channels.push_back(c);
     out.channel_bytes.push_back(ue < n ? load_up_[ue] : load_down_[ue - n]);
     out.channel_flows.push_back(ue < n ? flows_up_[ue] : flows_down_[ue - n]);
+    // Its load at full rate, as where every member is done by the sync below; else the flows' ends.
+    out.channel_seconds.push_back(out.channel_bytes.back() / capacity);
   }
   double busiest_s = 0;
   for (std::size_t m = 0; m < n; ++m) {
@@ -121,6 +125,7 @@ bool CrossbarAllToAll::price(const Fabric& fabric, const std::vector<hal::Device
     if (flows_down_[m] > 0) busiest_s = std::max(busiest_s, load_down_[m] / fabric.flows().capacity(down_[m]));
   }
   const rt::Duration overhead = k.launch + k.per_peer * (static_cast<int>(n) - 1);
+  out.wire_from = overhead;
   const rt::Duration fixed = overhead + k.sync + max_latency;
   out.done.assign(n, fixed);
   // A latency-bound call is priced from its busiest channel, as the pricer prices it.
@@ -139,16 +144,24 @@ bool CrossbarAllToAll::price(const Fabric& fabric, const std::vector<hal::Device
       share(ops, m, false, fabric.flows().capacity(down_[m]), k.efficiency);
     }
   }
+  last_up_.assign(n, 0);
+  last_down_.assign(n, 0);
   for (std::size_t i = 0; i < n; ++i) {
     const std::vector<std::uint64_t>& row = ops[i]->send_bytes;
     for (std::size_t j = 0; j < n; ++j) {
       if (row[j] == 0 || i == j) continue;
       const double drained_s = latency_bound ? busiest_s : std::max(end_up_[i * n + j], end_down_[i * n + j]);
+      last_up_[i] = std::max(last_up_[i], drained_s);
+      last_down_[j] = std::max(last_down_[j], drained_s);
       const rt::Duration end =
           overhead + rt::ns(static_cast<std::int64_t>(std::ceil(drained_s * 1e9))) + latency_[i * n + j];
       out.done[i] = std::max(out.done[i], end);
       out.done[j] = std::max(out.done[j], end);
     }
+  }
+  for (std::size_t i = 0; i < order_.size(); ++i) {
+    const auto ue = static_cast<std::size_t>(order_[i]);
+    out.channel_seconds[i] = ue < n ? last_up_[ue] : last_down_[ue - n];
   }
   if (latency_bound) return true;
   // Shared equally on each channel alone, a flow may end later than max-min gives it (its peers there,

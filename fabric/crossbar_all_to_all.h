@@ -22,6 +22,8 @@ class CrossbarAllToAll {
     std::vector<int> channels;            // every channel used, once, ascending
     std::vector<double> channel_bytes;    // wire bytes on each
     std::vector<int> channel_flows;       // the pairs crossing each
+    std::vector<double> channel_seconds;  // when each carries its last byte, from wire_from
+    rt::Duration wire_from;               // the launch: the data moves from then on
     std::vector<rt::Duration> done;       // per member, from the moment every member has arrived
   };
   // Prices `ops` (an all-to-all whose parts agree) into `out`; false, leaving it unspecified, where a
@@ -51,6 +53,7 @@ class CrossbarAllToAll {
   // share()'s: a channel's flows (wire bytes, peer) and, per pair, its end on each of its channels alone.
   std::vector<std::pair<double, int>> sizes_;
   std::vector<double> end_up_, end_down_;
+  std::vector<double> last_up_, last_down_;  // per member: its channels' last flow's end
 };
 
 }  // namespace nvl::fabric

@@ -1,6 +1,7 @@
 #include "fabric/fabric.h"
 
 #include <algorithm>
+#include <limits>
 #include <stdexcept>
 #include <utility>
 
@@ -190,26 +191,32 @@ void Fabric::transfer(const Endpoint& src, const Endpoint& dst, std::uint64_t by
 
 bool Fabric::healthy(int channel) const { return flows_.capacity(channel) == nominal_capacity(channel); }
 
-bool Fabric::idle(int channel, rt::Time at) const {
-  return flows_.flows_on(channel) == 0 && reserved_until_[static_cast<std::size_t>(channel)] <= at.ns();
-}
-
 std::uint64_t Fabric::hold(HeldTraffic traffic, rt::Time until, HoldEvents events) {
   const std::vector<int>& channels = *traffic.channels;
+  const std::int64_t now = rt_.now().ns();
   for (std::size_t i = 0; i < channels.size(); ++i) {
     const auto c = static_cast<std::size_t>(channels[i]);
     reserved_until_[c] = std::max(reserved_until_[c], until.ns());
     held_bytes_[c] += (*traffic.bytes)[i] * traffic.scale;
   }
   const std::uint64_t id = next_hold_++;
-  holds_.push_back(Hold{id, std::move(traffic), std::move(events), rt_.now().ns(), until.ns(), {}, 0, false, {}});
-  Hold& h = holds_.back();
+  holds_.push_back(Hold{id, std::move(traffic), std::move(events), now, until.ns(), {}, 0, false, {}, {}});
   bool shared = false;
   for (std::size_t i = 0; i < channels.size(); ++i) {
-    if (flows_.flows_on(channels[i]) > 0) shared = to_flow(h, i) || shared;
+    const int c = channels[i];
+    if (flows_.flows_on(c) > 0) {
+      shared = to_flow(holds_.back(), i) || shared;
+    } else if (const double others = held_by_others(holds_.back(), c, now);
+               others > 0 && others + held_rate(holds_.back(), i, now) > flows_.capacity(c) * (1 + 1e-9)) {
+      // Holds on one channel wanting more than it has (two streams' collectives overlapping, pools
+      // sharing GPUs): they all run as flows there, so that they share it. Holds that fit beside each
+      // other (latency-bound calls, repeated calls' average demand) stay held: flows would change nothing.
+      share_held(c);
+      shared = holds_.back().slowed || shared;
+    }
   }
-  h.slowed = shared;
-  if (shared && h.events.slowed) {
+  Hold& h = holds_.back();
+  if (shared && !std::exchange(h.slowed, true) && h.events.slowed) {
     auto slowed = h.events.slowed;
     slowed();
   }
@@ -221,6 +228,7 @@ void Fabric::release(std::uint64_t hold_id) {
                                    [](const Hold& h, std::uint64_t id) { return h.id < id; });
   if (it == holds_.end() || it->id != hold_id) return;
   it->drain_timer.cancel();
+  it->wire_timer.cancel();
   holds_.erase(it);
 }
 
@@ -229,20 +237,85 @@ Fabric::Hold* Fabric::find_hold(std::uint64_t id) {
   return it != holds_.end() && it->id == id ? &*it : nullptr;
 }
 
-bool Fabric::to_flow(Hold& h, std::size_t i) {
-  if (h.flowing.empty()) h.flowing.assign(h.traffic.channels->size(), 0);
-  if (h.flowing[i]) return false;
-  h.flowing[i] = 1;
-  const std::int64_t now = rt_.now().ns();
-  const double span_s = static_cast<double>(h.until_ns - h.start_ns) * 1e-9;
+double Fabric::held_rest(const Hold& h, std::size_t i, std::int64_t now) const {
   const double total = (*h.traffic.bytes)[i] * h.traffic.scale;
-  // Held traffic runs at an even rate: what is left is the share of the span still to come.
-  const double rest = span_s > 0 ? total * static_cast<double>(std::max<std::int64_t>(0, h.until_ns - now)) * 1e-9 / span_s : 0;
+  std::int64_t from = h.start_ns, to = h.until_ns;
+  if (!h.traffic.periodic) {
+    from = h.start_ns + h.traffic.wire_from.ns();
+    to = std::min(h.until_ns, from + static_cast<std::int64_t>(std::ceil((*h.traffic.seconds)[i] * 1e9)));
+  }
+  if (now >= to) return 0;
+  if (now <= from) return total;
+  return total * static_cast<double>(to - now) / static_cast<double>(to - from);
+}
+
+double Fabric::held_rate(const Hold& h, std::size_t i, std::int64_t now) const {
+  const double bytes = (*h.traffic.bytes)[i];
+  if (h.traffic.periodic) {
+    return now < h.until_ns ? bytes * h.traffic.scale / (static_cast<double>(h.until_ns - h.start_ns) * 1e-9) : 0;
+  }
+  const double seconds = (*h.traffic.seconds)[i];
+  return held_rest(h, i, now) > 0 && seconds > 0 ? bytes / seconds : 0;
+}
+
+double Fabric::held_by_others(const Hold& h, int channel, std::int64_t now) const {
+  if (reserved_until_[static_cast<std::size_t>(channel)] <= now) return 0;
+  double rate = 0;
+  for (const Hold& o : holds_) {
+    if (o.id == h.id) continue;
+    const auto& chs = *o.traffic.channels;
+    const auto it = std::lower_bound(chs.begin(), chs.end(), channel);
+    if (it == chs.end() || *it != channel) continue;
+    const auto j = static_cast<std::size_t>(it - chs.begin());
+    const char state = o.flowing.empty() ? kHeld : o.flowing[j];
+    if (state == kWaiting) return std::numeric_limits<double>::infinity();
+    if (state == kHeld) rate += held_rate(o, j, now);
+  }
+  return rate;
+}
+
+bool Fabric::to_flow(Hold& h, std::size_t i) {
+  if (h.flowing.empty()) h.flowing.assign(h.traffic.channels->size(), kHeld);
+  if (h.flowing[i] != kHeld) return false;
+  const std::int64_t now = rt_.now().ns();
+  const double rest = held_rest(h, i, now);
   if (rest <= 0) return false;
   const int c = (*h.traffic.channels)[i];
-  held_bytes_[static_cast<std::size_t>(c)] -= rest;  // the flows carry it from now
+  held_bytes_[static_cast<std::size_t>(c)] -= rest;  // the flows carry it
   h.drain_timer.cancel();
+  const std::int64_t wire_at = h.traffic.periodic ? now : h.start_ns + h.traffic.wire_from.ns();
+  if (wire_at <= now) {
+    start_held_flows(h, i, rest);
+    return true;
+  }
+  // The call's launch moves nothing: its data starts later, all of it still to move.
+  h.flowing[i] = kWaiting;
+  h.in_flight += std::max(1, (*h.traffic.flows)[i]);
+  if (!h.wire_timer.pending()) {
+    h.wire_timer = rt_.call_at(rt::Time::from_ns(wire_at), [this, id = h.id] {
+      Hold* held = find_hold(id);
+      if (held == nullptr) return;
+      for (std::size_t j = 0; j < held->flowing.size(); ++j) {
+        if (held->flowing[j] != kWaiting) continue;
+        held->in_flight -= std::max(1, (*held->traffic.flows)[j]);
+        // Held traffic on the channel since it was turned to wait shares it from now.
+        share_held((*held->traffic.channels)[j]);
+        held = find_hold(id);
+        if (held == nullptr) return;
+        start_held_flows(*held, j, (*held->traffic.bytes)[j] * held->traffic.scale);
+      }
+    });
+  }
+  return true;
+}
+
+void Fabric::start_held_flows(Hold& h, std::size_t i, double rest) {
+  h.flowing[i] = kFlowing;
+  const int c = (*h.traffic.channels)[i];
   const int k = std::max(1, (*h.traffic.flows)[i]);
+  const double seconds = (*h.traffic.seconds)[i];
+  // Each flow at most at its share of the rate the call moves its bytes at alone.
+  const double cap = seconds > 0 ? (*h.traffic.bytes)[i] / seconds / k : 0;
   h.in_flight += k;
   const std::uint64_t id = h.id;
   for (int f = 0; f < k; ++f) {
@@ -252,9 +325,8 @@ bool Fabric::to_flow(Hold& h, std::size_t i) {
         --held->in_flight;
         maybe_drained(id);
       }
-    }, total / span_s / k);
+    }, cap);
   }
-  return true;
 }
 
 void Fabric::maybe_drained(std::uint64_t id) {

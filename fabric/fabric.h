@@ -76,24 +76,28 @@ class Fabric {
   void transfer(const Endpoint& src, const Endpoint& dst, std::uint64_t bytes, hal::RdmaPath path, double efficiency,
                 rt::Duration overhead, const std::string& op, TransferDone done);
 
-  // A channel at its nominal capacity (no lane down or degraded) and, from `at` on, not reserved by a
-  // collective priced on the fast path.
+  // A channel at its nominal capacity (no lane down or degraded).
   bool healthy(int channel) const;
-  bool idle(int channel, rt::Time at) const;
   // Traffic priced analytically (a collective on the fast path, or the fast-forwarded calls of repeated
-  // layers) holds its channels from now until `until`, carrying bytes[i] * scale on channels[i] at an even
-  // rate, as flows[i] flows of its own (shared: every call of a cached collective holds the same lists;
-  // channels ascending). It is counted in carried_bytes at once. Held traffic shares its channels with
-  // flows as max-min says: when a flow starts on a held channel, or one is there when the hold starts, the
-  // hold's rest on that channel becomes flows[i] flows capped at their share of the hold's rate (so that
-  // it gets the share its flows would), and the owner is told `slowed`; once every such flow has
+  // layers) holds its channels from now until `until`, carrying bytes[i] * scale on channels[i] as flows[i]
+  // flows of its own (shared: every call of a cached collective holds the same lists; channels ascending).
+  // It is counted in carried_bytes at once. A call's bytes move on channels[i] at an even rate from
+  // `wire_from` after the start for seconds[i] (as they move alone: the launch before, the sync after move
+  // nothing); repeated calls (`periodic`) move theirs evenly over the whole span, a call's worth in each
+  // period. Held traffic shares its channels as max-min says: when a flow starts on a held channel, one is
+  // there when the hold starts, or another hold still moves bytes there, the hold's rest on that channel
+  // becomes flows[i] flows, from when its bytes would start to move, each capped at its share of the rate
+  // they move at alone (bytes[i] / seconds[i]), and the owner is told `slowed`; once every such flow has
   // carried its bytes, and not before `until`, it is told `drained` (and finishes then, not before). A
   // held channel losing all its capacity before release() tells `lost` with that channel (the traffic fails).
   struct HeldTraffic {
     std::shared_ptr<const std::vector<int>> channels;
     std::shared_ptr<const std::vector<double>> bytes;
     std::shared_ptr<const std::vector<int>> flows;
+    std::shared_ptr<const std::vector<double>> seconds;
+    rt::Duration wire_from;
     double scale = 1;
+    bool periodic = false;
   };
   struct HoldEvents {
     std::function<void(int channel)> lost;
@@ -156,14 +160,28 @@ class Fabric {
     HoldEvents events;
     std::int64_t start_ns = 0;
     std::int64_t until_ns = 0;
-    std::vector<char> flowing;  // per held channel: its rest already runs as a flow (empty: none yet)
+    // Per held channel: kHeld, kWaiting (its rest runs as flows once the call's data moves) or kFlowing.
+    // Empty: all held.
+    std::vector<char> flowing;
     int in_flight = 0;          // such flows not yet done
     bool slowed = false;        // the owner was told
     rt::TimerHandle drain_timer;
+    rt::TimerHandle wire_timer;  // starts the waiting channels' flows
   };
+  static constexpr char kHeld = 0, kWaiting = 1, kFlowing = 2;
   Hold* find_hold(std::uint64_t id);
-  // The hold's rest on its i-th channel runs as capped flows from now; false when nothing was left to run.
+  // The bytes the hold has still to move on its i-th channel at `now`, as if alone.
+  double held_rest(const Hold& h, std::size_t i, std::int64_t now) const;
+  // The hold's rest on its i-th channel runs as capped flows from now, or from when the call's data
+  // starts to move; false when nothing was left to run.
   bool to_flow(Hold& h, std::size_t i);
+  void start_held_flows(Hold& h, std::size_t i, double rest);
+  // The rate the hold moves its bytes on its i-th channel at `now` (bytes/s), as if alone: a call's at
+  // its wire rate within its wire time, repeated calls' on average over their span.
+  double held_rate(const Hold& h, std::size_t i, std::int64_t now) const;
+  // The sum of held_rate over the holds other than `h` still held on `channel`; infinity where one
+  // runs there as flows to come (its call not yet moving data).
+  double held_by_others(const Hold& h, int channel, std::int64_t now) const;
   // Every hold on the channel turns its rest there into a flow.
   void share_held(int channel);
   void maybe_drained(std::uint64_t hold_id);

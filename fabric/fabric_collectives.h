@@ -10,7 +10,7 @@
 namespace nvl::fabric {
 
 struct CollectivesOptions {
-  // Price collectives on idle, healthy links analytically (cached); off: every call runs as live flows.
+  // Price collectives on healthy links without flows analytically (cached); off: every call runs as live flows.
   bool fast_path = true;
 };
 

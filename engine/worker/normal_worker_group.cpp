@@ -408,12 +408,18 @@ ExpertLoad NormalWorkerGroup::seen_load() const {
 bool NormalWorkerGroup::two_batch_step() const {
   if (!cfg_.two_batch_overlap) return false;
   std::int64_t prefill = 0, decode = 0;
+  // A decode step overlaps when every rank that decodes can give each micro-batch a request: the ranks
+  // agree on it, as SGLang's DP ranks do before a step, since their all-to-alls must pair up.
+  bool decodes_split = true;
   for (std::size_t i : live_) {
     const Rank& r = ranks_[i];
     prefill += r.plan[0].prefill_tokens;
     decode += r.plan[0].decode_tokens;
+    const std::size_t decodes = r.batch[0].decodes.size();
+    decodes_split = decodes_split && (decodes == 0 || decodes >= 2);
   }
-  return prefill > decode;
+  if (prefill > decode) return true;
+  return prefill == 0 && decode > 0 && decodes_split;
 }
 
 void NormalWorkerGroup::launch_two_batches() {

@@ -61,8 +61,10 @@ struct NormalGroupConfig {
   // After a failed step with every live GPU healthy (a link or collective error), the step is retried on
   // a new communicator after this pause.
   rt::Duration failed_step_backoff = rt::ms(10);
-  // Two-batch overlap on prefill-heavy steps (more prefill than decode tokens over the group): each
-  // rank's batch runs as two micro-batches on two streams, one's all-to-all beside the other's compute.
+  // Two-batch overlap, as SGLang's --enable-two-batch-overlap runs it: each rank's batch runs as two
+  // micro-batches on two streams, one's all-to-all beside the other's compute. On prefill-heavy steps
+  // (more prefill than decode tokens over the group), and on decode-only steps where every rank that
+  // decodes has at least two requests (each micro-batch then reads the expert weights once more).
   bool two_batch_overlap = false;
   // SM partitions (green contexts): the SM share of each GPU's prefill stream, in (0, 1); decode gets
   // the rest. Decode steps then run every iteration beside the prefill chunks instead of waiting for

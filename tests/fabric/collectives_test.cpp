@@ -1,8 +1,10 @@
 #include <functional>
+#include <string>
 
 #include <gtest/gtest.h>
 
 #include "emu/rt/virtual_runtime.h"
+#include "fabric/collective_plan.h"
 #include "fabric/fabric_collectives.h"
 #include "fabric/probe.h"
 #include "fabric/profile_loader.h"
@@ -549,5 +551,70 @@ TEST(Collectives, ADegradedNvlinkPortSlowsTheAllToAllByItsShare) {
     const rt::Duration degraded = timed_call(r, *g, ops);
     const double expected = static_cast<double>(healthy.ns()) + static_cast<double>(data.ns()) * (18 / 17.25 - 1);
     EXPECT_NEAR(static_cast<double>(degraded.ns()), expected, 0.01 * data.ns()) << fast;
+  }
+}
+
+// Two streams' all-to-alls over the same 8 GPUs (a two-batch-overlap step's micro-batches, or two pools
+// sharing GPUs), B arriving `b_at` after A: how long each takes from its own arrival, on a rig of each
+// fabric mode.
+struct TwoStreams {
+  rt::Duration a, b;
+};
+TwoStreams two_overlapping_all_to_alls(bool fast, std::uint64_t bytes_per_pair, rt::Duration b_at) {
+  const auto ops = fabric::uniform_all_to_all(8, bytes_per_pair, hal::AllToAllRole::moe_dispatch);
+  Rig r("gb300-nvl72", 1, fast);
+  auto a = r.coll.create_group("a", ranks(8));
+  auto b = r.coll.create_group("b", ranks(8));
+  rt::Time a_done, b_done;
+  for (int rank = 0; rank < 8; ++rank) {
+    a->arrive(rank, part(ops, rank), [&](const hal::HalError* e) {
+      EXPECT_EQ(e, nullptr);
+      a_done = std::max(a_done, r.rt.now());
+    });
+  }
+  r.rt.call_at(rt::Time::zero() + b_at, [&] {
+    for (int rank = 0; rank < 8; ++rank) {
+      b->arrive(rank, part(ops, rank), [&](const hal::HalError* e) {
+        EXPECT_EQ(e, nullptr);
+        b_done = std::max(b_done, r.rt.now());
+      });
+    }
+  });
+  r.rt.run();
+  return {a_done - rt::Time::zero(), b_done - rt::Time::zero() - b_at};
+}
+
+TEST(Collectives, OverlappingCallsOfTwoStreamsShareTheirLinksAsTheExactModeSharesThem) {
+  // 100 KB per pair is mostly fixed cost (launch, sync), 1 MB is half and half, 64 MB is bandwidth-bound;
+  // B arrives with A or a quarter of the way through it. The fast mode holds A's links for its priced
+  // call and turns what is left of its bytes into flows when B's flows start beside them.
+  for (const std::uint64_t bytes : {100'000ULL, 1'000'000ULL, 64'000'000ULL}) {
+    const auto ops = fabric::uniform_all_to_all(8, bytes, hal::AllToAllRole::moe_dispatch);
+    const auto alone = fabric::time_collective(fabric::make_cluster("gb300-nvl72", 1), ranks(8), ops);
+    for (const double at : {0.0, 0.25}) {
+      SCOPED_TRACE(std::to_string(bytes) + " bytes per pair, B at " + std::to_string(at) + " of A");
+      const rt::Duration b_at = rt::ns(static_cast<std::int64_t>(at * static_cast<double>(alone.ns())));
+      const TwoStreams fast = two_overlapping_all_to_alls(true, bytes, b_at);
+      const TwoStreams exact = two_overlapping_all_to_alls(false, bytes, b_at);
+      EXPECT_NEAR(static_cast<double>(fast.a.ns()), static_cast<double>(exact.a.ns()), 0.03 * static_cast<double>(exact.a.ns()));
+      EXPECT_NEAR(static_cast<double>(fast.b.ns()), static_cast<double>(exact.b.ns()), 0.03 * static_cast<double>(exact.b.ns()));
+      if (at == 0) {
+        // Hand estimate: arriving together, both launch together, then move twice the bytes through each
+        // GPU's NVLink ports (7 peers' at the port's rate each) and are done once the last byte has
+        // crossed and the sync has passed: launch + latency + max(sync, 2 x wire). At 100 KB twice the
+        // wire (2 x 1.1 us) still fits in the 7.5 us sync, so each takes its time alone.
+        Rig r;
+        const auto& k = fabric::all_to_all_kernel(r.fab.profile().collectives, hal::AllToAllRole::moe_dispatch);
+        const double wire_ns = 7.0 * static_cast<double>(bytes) / k.efficiency /
+                               r.fab.flows().capacity(r.fab.topology().gpu(0).nvl_up) * 1e9;
+        std::vector<int> route;
+        const double latency_ns = static_cast<double>(r.fab.append_gpu_route(0, 1, route).ns());
+        const double launch_ns = static_cast<double>((k.launch + k.per_peer * 7).ns());
+        const double sync_ns = static_cast<double>(k.sync.ns());
+        const double expected = launch_ns + latency_ns + std::max(sync_ns, 2 * wire_ns);
+        EXPECT_NEAR(static_cast<double>(exact.a.ns()), expected, 0.02 * expected);
+        EXPECT_NEAR(static_cast<double>(exact.b.ns()), expected, 0.02 * expected);
+      }
+    }
   }
 }

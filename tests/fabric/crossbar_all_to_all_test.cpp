@@ -120,8 +120,8 @@ TEST(CrossbarAllToAll, HoldsTheTrafficTheFullPlanGives) {
   fabric::CollectivePricer pricer;
   const std::vector<int> channels = pricer.load(plan, fab);
   std::vector<rt::Duration> done;
-  std::vector<double> bytes;
-  pricer.price(64, done, bytes);
+  std::vector<double> bytes, seconds;
+  pricer.price(64, done, bytes, seconds);
   std::vector<int> flows(channels.size(), 0);
   for (const auto& f : plan.flows) {
     for (int c : plan.route(f)) ++flows[static_cast<std::size_t>(std::find(channels.begin(), channels.end(), c) - channels.begin())];
@@ -129,6 +129,19 @@ TEST(CrossbarAllToAll, HoldsTheTrafficTheFullPlanGives) {
   EXPECT_EQ(priced.channels, channels);
   EXPECT_EQ(priced.channel_bytes, bytes);
   EXPECT_EQ(priced.channel_flows, flows);
+  EXPECT_EQ(priced.wire_from, plan.overhead);
+  // When each channel carries its last byte: not before its load at its capacity, not after the busiest
+  // one has drained (under max-min it carries its whole load at full rate); the solve within its 0.5%
+  // slack, which ends flows that close to done together. The two differ within that: the crossbar
+  // prices this latency-bound call from its busiest channel, the plan is solved.
+  const double busiest = *std::max_element(seconds.begin(), seconds.end());
+  for (std::size_t i = 0; i < channels.size(); ++i) {
+    const double at_capacity = bytes[i] / fab.flows().capacity(channels[i]);
+    for (const double s : {priced.channel_seconds[i], seconds[i]}) {
+      EXPECT_GE(s, at_capacity * (1 - 0.005));
+      EXPECT_LE(s, busiest * (1 + 1e-12));
+    }
+  }
   EXPECT_EQ(priced.done, done);  // latency-bound: priced from the busiest channel, as the pricer does
 }
 
