@@ -85,7 +85,7 @@ class Fabric {
   // `wire_from` after the start for seconds[i] (as they move alone: the launch before, the sync after move
   // nothing); repeated calls (`periodic`) move theirs evenly over the whole span, a call's worth in each
   // period. Held traffic shares its channels as max-min says: when a flow starts on a held channel, one is
-  // there when the hold starts, or another hold still moves bytes there, the hold's rest on that channel
+  // there when the hold starts, or the holds there together want more than its capacity, the hold's rest
   // becomes flows[i] flows, from when its bytes would start to move, each capped at its share of the rate
   // they move at alone (bytes[i] / seconds[i]), and the owner is told `slowed`; once every such flow has
   // carried its bytes, and not before `until`, it is told `drained` (and finishes then, not before). A
