@@ -1,6 +1,7 @@
 #include "fabric/comm_group.h"
 
 #include <algorithm>
+#include <cmath>
 #include <iterator>
 #include <memory>
 #include <numeric>
@@ -75,8 +76,8 @@ void FabricCommGroup::arrive(int rank, hal::SharedCollectiveOp op, hal::Collecti
   });
 }
 
-void FabricCommGroup::repeat(int rank, hal::SharedCollectiveOp op, std::size_t times, rt::Duration span,
-                             hal::CollectiveDone done) {
+void FabricCommGroup::repeat(int rank, hal::SharedCollectiveOp op, std::size_t times, rt::Duration lead,
+                             rt::Duration span, hal::CollectiveDone done) {
   const int n = static_cast<int>(members_.size());
   if (!op || rank < 0 || rank >= n) {
     throw std::out_of_range("comm group '" + name_ + "': repeat by rank " + std::to_string(rank) + " of " +
@@ -96,7 +97,9 @@ void FabricCommGroup::repeat(int rank, hal::SharedCollectiveOp op, std::size_t t
   const auto ur = static_cast<std::size_t>(rank);
   r.ops[ur] = std::move(op);
   r.done[ur] = std::move(done);
-  r.end[ur] = fabric_.runtime().now() + span;
+  const rt::Time now = fabric_.runtime().now();
+  r.end[ur] = now + span;
+  r.moving = std::max(r.moving, now + lead);
   r.times = times;
   repeats_.take_complete([&](Repeat& front) { start_repeat(front); });
 }
@@ -120,7 +123,8 @@ void FabricCommGroup::start_repeat(Repeat& r) {
     ++finish_end.back();
   }
   const Cached& c = entry->second;
-  run_held(held(c, r.times, true), finish, finish_end, by_finish, r.done, r.ops.front()->name);
+  const rt::Duration lead = std::max(rt::Duration(), r.moving - now);
+  run_held(held(c, r.times, true, lead), finish, finish_end, by_finish, r.done, r.ops.front()->name);
 }
 
 std::optional<std::string> FabricCommGroup::disagreement(const Ops& ops) const {
@@ -285,9 +289,11 @@ void FabricCommGroup::used(Cache::value_type& entry) {
 }
 
 bool FabricCommGroup::fast_ok(const std::vector<int>& channels) const {
-  // Channels other calls hold are fine: the holds share them (two streams' calls, pools on the same GPUs).
-  return std::all_of(channels.begin(), channels.end(),
-                     [&](int c) { return fabric_.healthy(c) && fabric_.flows().flows_on(c) == 0; });
+  // Channels other calls hold are fine: the holds share them (two streams' calls, pools on the same GPUs),
+  // and so are flows that other holds turned into (their caps say what they take).
+  return std::all_of(channels.begin(), channels.end(), [&](int c) {
+    return fabric_.healthy(c) && !std::isinf(fabric_.flows().demand(c));
+  });
 }
 
 void FabricCommGroup::fail_later(hal::CollectiveDone done, const hal::HalError& e) {
@@ -475,9 +481,9 @@ FabricCommGroup::Cached FabricCommGroup::cached(std::vector<int> channels, std::
   return c;
 }
 
-Fabric::HeldTraffic FabricCommGroup::held(const Cached& c, std::size_t times, bool repeated) {
-  return Fabric::HeldTraffic{c.channels, c.channel_bytes, c.channel_flows, c.channel_seconds, c.wire_from,
-                             static_cast<double>(times), repeated};
+Fabric::HeldTraffic FabricCommGroup::held(const Cached& c, std::size_t times, bool repeated, rt::Duration lead) {
+  return Fabric::HeldTraffic{c.channels, c.channel_bytes, c.channel_flows, c.channel_seconds,
+                             repeated ? lead : c.wire_from, static_cast<double>(times), repeated};
 }
 
 void FabricCommGroup::run_held(const Fabric::HeldTraffic& traffic, const std::vector<rt::Duration>& finish,

@@ -45,8 +45,9 @@ class FabricCommGroup final : public hal::CommGroup {
   // rank out of range is std::out_of_range; a call whose members disagree fails for every member.
   void arrive(int rank, hal::SharedCollectiveOp op, hal::CollectiveDone done) override;
   // The repeated calls are held on their links as priced traffic (Fabric::hold): `times` calls' bytes
-  // over the span from the last member's arrival to the latest member's end.
-  void repeat(int rank, hal::SharedCollectiveOp op, std::size_t times, rt::Duration span,
+  // over the span from the last member's arrival to the latest member's end, moving from the latest
+  // member's lead on.
+  void repeat(int rank, hal::SharedCollectiveOp op, std::size_t times, rt::Duration lead, rt::Duration span,
               hal::CollectiveDone done) override;
 
   const CommGroupStats& stats() const { return stats_; }
@@ -64,6 +65,7 @@ class FabricCommGroup final : public hal::CommGroup {
     Ops ops;
     std::vector<hal::CollectiveDone> done;
     std::vector<rt::Time> end;  // per member: when its repeated calls end on idle links
+    rt::Time moving;            // when the last member's calls start to move data
     std::size_t times = 0;
   };
   struct Cached {
@@ -108,7 +110,8 @@ class FabricCommGroup final : public hal::CommGroup {
                        std::vector<double> channel_seconds, rt::Duration wire_from,
                        const std::vector<rt::Duration>& done);
   // A call of `c` (or `times` calls of it, repeated) as held traffic.
-  static Fabric::HeldTraffic held(const Cached& c, std::size_t times, bool repeated);
+  // Repeated calls move their data from `lead` after the hold starts.
+  static Fabric::HeldTraffic held(const Cached& c, std::size_t times, bool repeated, rt::Duration lead = {});
   void start_repeat(Repeat& r);
   bool fast_ok(const std::vector<int>& channels) const;
   // Holds `traffic` and finishes the members at now + finish[g] (groups as in Cached). Takes the

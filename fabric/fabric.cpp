@@ -1,6 +1,7 @@
 #include "fabric/fabric.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <stdexcept>
 #include <utility>
@@ -204,13 +205,15 @@ std::uint64_t Fabric::hold(HeldTraffic traffic, rt::Time until, HoldEvents event
   bool shared = false;
   for (std::size_t i = 0; i < channels.size(); ++i) {
     const int c = channels[i];
-    if (flows_.flows_on(c) > 0) {
+    const double flowing = flows_.demand(c);
+    if (std::isinf(flowing)) {
       shared = to_flow(holds_.back(), i) || shared;
-    } else if (const double others = held_by_others(holds_.back(), c, now);
+    } else if (const double others = held_by_others(holds_.back(), c, now) + flowing;
                others > 0 && others + held_rate(holds_.back(), i, now) > flows_.capacity(c) * (1 + 1e-9)) {
       // Holds on one channel wanting more than it has (two streams' collectives overlapping, pools
-      // sharing GPUs): they all run as flows there, so that they share it. Holds that fit beside each
-      // other (latency-bound calls, repeated calls' average demand) stay held: flows would change nothing.
+      // sharing GPUs), or more than the capped flows of holds turned to flows there leave: they all run
+      // as flows there, so that they share it. Holds that fit (latency-bound calls, repeated calls'
+      // average demand) stay held: flows would change nothing.
       share_held(c);
       shared = holds_.back().slowed || shared;
     }
@@ -239,9 +242,9 @@ Fabric::Hold* Fabric::find_hold(std::uint64_t id) {
 
 double Fabric::held_rest(const Hold& h, std::size_t i, std::int64_t now) const {
   const double total = (*h.traffic.bytes)[i] * h.traffic.scale;
-  std::int64_t from = h.start_ns, to = h.until_ns;
+  const std::int64_t from = moving_from(h);
+  std::int64_t to = h.until_ns;
   if (!h.traffic.periodic) {
-    from = h.start_ns + h.traffic.wire_from.ns();
     to = std::min(h.until_ns, from + static_cast<std::int64_t>(std::ceil((*h.traffic.seconds)[i] * 1e9)));
   }
   if (now >= to) return 0;
@@ -249,10 +252,18 @@ double Fabric::held_rest(const Hold& h, std::size_t i, std::int64_t now) const {
   return total * static_cast<double>(to - now) / static_cast<double>(to - from);
 }
 
+std::int64_t Fabric::moving_from(const Hold& h) {
+  // Repeated calls move their data by the end of their span, however late they start (a lead of a
+  // whole span would be no traffic at all).
+  const std::int64_t from = h.start_ns + h.traffic.wire_from.ns();
+  return h.traffic.periodic ? std::min(from, h.until_ns - 1) : from;
+}
+
 double Fabric::held_rate(const Hold& h, std::size_t i, std::int64_t now) const {
   const double bytes = (*h.traffic.bytes)[i];
   if (h.traffic.periodic) {
-    return now < h.until_ns ? bytes * h.traffic.scale / (static_cast<double>(h.until_ns - h.start_ns) * 1e-9) : 0;
+    const std::int64_t from = moving_from(h);
+    return now >= from && now < h.until_ns ? bytes * h.traffic.scale / (static_cast<double>(h.until_ns - from) * 1e-9) : 0;
   }
   const double seconds = (*h.traffic.seconds)[i];
   return held_rest(h, i, now) > 0 && seconds > 0 ? bytes / seconds : 0;
@@ -283,7 +294,7 @@ bool Fabric::to_flow(Hold& h, std::size_t i) {
   const int c = (*h.traffic.channels)[i];
   held_bytes_[static_cast<std::size_t>(c)] -= rest;  // the flows carry it
   h.drain_timer.cancel();
-  const std::int64_t wire_at = h.traffic.periodic ? now : h.start_ns + h.traffic.wire_from.ns();
+  const std::int64_t wire_at = moving_from(h);
   if (wire_at <= now) {
     start_held_flows(h, i, rest);
     return true;
@@ -313,9 +324,11 @@ void Fabric::start_held_flows(Hold& h, std::size_t i, double rest) {
   h.flowing[i] = kFlowing;
   const int c = (*h.traffic.channels)[i];
   const int k = std::max(1, (*h.traffic.flows)[i]);
-  const double seconds = (*h.traffic.seconds)[i];
-  // Each flow at most at its share of the rate the call moves its bytes at alone.
-  const double cap = seconds > 0 ? (*h.traffic.bytes)[i] / seconds / k : 0;
+  // Each flow at most at its share of the rate the hold moves its bytes at alone: a call's wire rate;
+  // repeated calls' average over their span, since their bursts come once a period and other traffic
+  // meets them only that often (at the wire rate, the whole span's bursts would crowd into its first
+  // moments and halve whatever shares them then).
+  const double cap = held_rate(h, i, rt_.now().ns()) / k;
   h.in_flight += k;
   const std::uint64_t id = h.id;
   for (int f = 0; f < k; ++f) {

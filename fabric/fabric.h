@@ -83,13 +83,15 @@ class Fabric {
   // flows of its own (shared: every call of a cached collective holds the same lists; channels ascending).
   // It is counted in carried_bytes at once. A call's bytes move on channels[i] at an even rate from
   // `wire_from` after the start for seconds[i] (as they move alone: the launch before, the sync after move
-  // nothing); repeated calls (`periodic`) move theirs evenly over the whole span, a call's worth in each
-  // period. Held traffic shares its channels as max-min says: when a flow starts on a held channel, one is
-  // there when the hold starts, or the holds there together want more than its capacity, the hold's rest
-  // becomes flows[i] flows, from when its bytes would start to move, each capped at its share of the rate
-  // they move at alone (bytes[i] / seconds[i]), and the owner is told `slowed`; once every such flow has
-  // carried its bytes, and not before `until`, it is told `drained` (and finishes then, not before). A
-  // held channel losing all its capacity before release() tells `lost` with that channel (the traffic fails).
+  // nothing); repeated calls (`periodic`) move theirs evenly from `wire_from` (the compute before the
+  // first call) to the span's end, a call's worth in each period. Held traffic shares its channels as
+  // max-min says: when a flow starts on a held channel, one is there when the hold starts, or the holds
+  // there that are moving data together want more than its capacity, the hold's rest becomes flows[i]
+  // flows, from when its bytes would start to move, each capped at its share of the rate they move at
+  // alone (a call's bytes[i] / seconds[i], repeated calls' average), and the owner is told `slowed`;
+  // once every such flow has carried its bytes, and not before `until`, it is told `drained` (and
+  // finishes then, not before). A held channel losing all its capacity before release() tells `lost`
+  // with that channel (the traffic fails).
   struct HeldTraffic {
     std::shared_ptr<const std::vector<int>> channels;
     std::shared_ptr<const std::vector<double>> bytes;
@@ -170,6 +172,8 @@ class Fabric {
   };
   static constexpr char kHeld = 0, kWaiting = 1, kFlowing = 2;
   Hold* find_hold(std::uint64_t id);
+  // When the hold's data starts to move.
+  static std::int64_t moving_from(const Hold& h);
   // The bytes the hold has still to move on its i-th channel at `now`, as if alone.
   double held_rest(const Hold& h, std::size_t i, std::int64_t now) const;
   // The hold's rest on its i-th channel runs as capped flows from now, or from when the call's data

@@ -60,6 +60,11 @@ void FlowModel::start(std::vector<int> path, double bytes, rt::Duration latency,
     auto& ch = channels_[static_cast<std::size_t>(f.path[i])];
     f.slot_in_channel[i] = static_cast<int>(ch.flows.size());
     ch.flows.push_back(id);
+    if (max_rate > 0) {
+      ch.capped += max_rate;
+    } else {
+      ++ch.uncapped;
+    }
     mark_dirty(f.path[i]);
   }
   ++active_;
@@ -209,6 +214,11 @@ FlowModel::Done FlowModel::remove(int fid) {
     const int moved = ch.flows.back();
     ch.flows[slot] = moved;
     ch.flows.pop_back();
+    if (f.max_rate > 0) {
+      ch.capped = ch.flows.empty() ? 0 : ch.capped - f.max_rate;  // no drift once it empties
+    } else {
+      --ch.uncapped;
+    }
     if (moved != fid) {
       Flow& m = flows_[static_cast<std::size_t>(moved)];
       for (std::size_t j = 0; j < m.path.size(); ++j) {

@@ -4,6 +4,7 @@
 // only for the connected component of flows that share channels with the change; changes at one instant
 // are coalesced into one recompute. Completions are runtime callbacks (one timer for the earliest).
 #include <cstdint>
+#include <limits>
 #include <functional>
 #include <algorithm>
 #include <vector>
@@ -37,6 +38,11 @@ class FlowModel {
   // Sum of the rates of the flows on the channel, bytes/s.
   double load(int channel) const { return channels_[static_cast<std::size_t>(channel)].load; }
   std::size_t flows_on(int channel) const { return channels_[static_cast<std::size_t>(channel)].flows.size(); }
+  // The most the channel's flows can take (bytes/s): the sum of their caps, infinity when one has none.
+  double demand(int channel) const {
+    const ChannelState& ch = channels_[static_cast<std::size_t>(channel)];
+    return ch.uncapped > 0 ? std::numeric_limits<double>::infinity() : ch.capped;
+  }
   // Bytes the channel's flows have carried up to now (for link utilisation in reports).
   double carried_bytes(int channel) const;
   std::size_t active() const { return active_; }
@@ -68,6 +74,8 @@ class FlowModel {
     std::int64_t since_ns = 0;
     double carried_bytes = 0;  // up to since_ns
     std::vector<int> flows;
+    int uncapped = 0;   // flows without a max_rate
+    double capped = 0;  // the sum of the capped flows' max_rate
     std::uint32_t stamp = 0;
     int local = 0;
   };

@@ -35,6 +35,16 @@ void ComputeEngine::schedule(ComputeJob& job) {
 
 void ComputeEngine::start(ComputeJob& job) {
   job.running_ = true;
+  const auto turn_taken = [&](const ComputeJob* j) { return j->turns_ == job.turns_; };
+  if (job.turns_ != nullptr && std::any_of(jobs_.begin(), jobs_.end(), turn_taken)) {
+    job.waiting_ = true;
+    waiting_.push_back(&job);
+    return;
+  }
+  run(job);
+}
+
+void ComputeEngine::run(ComputeJob& job) {
   job.progress_ = 0;
   job.since_ = rt_.now();
   if (jobs_.empty()) busy_since_ = job.since_;
@@ -64,13 +74,28 @@ void ComputeEngine::reprice_all() {
 }
 
 void ComputeEngine::remove(ComputeJob& job) {
-  job.timer_.cancel();
   job.running_ = false;
+  if (job.waiting_) {
+    job.waiting_ = false;
+    waiting_.erase(std::find(waiting_.begin(), waiting_.end(), &job));
+    return;
+  }
+  job.timer_.cancel();
   jobs_.erase(std::find(jobs_.begin(), jobs_.end(), &job));
   if (jobs_.empty()) busy_ += rt_.now() - busy_since_;
   fraction_sum_ = 0;
   for (const ComputeJob* j : jobs_) fraction_sum_ += j->sm_fraction_;  // no drift from repeated +/-
-  if (!jobs_.empty()) reprice_all();
+  const auto next = job.turns_ == nullptr ? waiting_.end()
+                                          : std::find_if(waiting_.begin(), waiting_.end(),
+                                                         [&](const ComputeJob* j) { return j->turns_ == job.turns_; });
+  if (next != waiting_.end()) {
+    ComputeJob& turn = **next;
+    waiting_.erase(next);
+    turn.waiting_ = false;
+    run(turn);  // re-prices the others
+  } else if (!jobs_.empty()) {
+    reprice_all();
+  }
 }
 
 void ComputeEngine::finish(ComputeJob& job) {

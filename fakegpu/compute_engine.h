@@ -9,7 +9,8 @@
 //     job alone gets all of it whatever its SM fraction), slowed (less) by the throttle too.
 // When a job starts or ends, or the clock changes, every running job whose shares changed is
 // re-priced from the fraction of its work already done (processor sharing), so a kernel slows down
-// while another stream's kernel runs beside it.
+// while another stream's kernel runs beside it. Jobs that take turns (hal's
+// create_stream_taking_turns) are the exception: one of them runs, the others wait for it.
 #include <cstddef>
 #include <span>
 #include <vector>
@@ -45,13 +46,22 @@ class ComputeJob {
     costs_ = costs;
     cache_ = cache;
   }
+  // Jobs that take turns run one at a time, the others waiting in the order they started (not while
+  // either runs).
+  void take_turns_with(ComputeJob& other) {
+    if (other.turns_ == nullptr) other.turns_ = &other;
+    turns_ = other.turns_;
+  }
+
  private:
   friend class ComputeEngine;
   ComputeClient* client_;
   double sm_fraction_;
   std::span<const KernelCost> costs_;
   PriceCache* cache_ = nullptr;
-  bool running_ = false;
+  const ComputeJob* turns_ = nullptr;  // the same for jobs that take turns
+  bool running_ = false;               // started and not done (possibly waiting its turn)
+  bool waiting_ = false;
   RunShares shares_;
   double progress_ = 0;  // fraction of the work done up to since_
   rt::Time since_;
@@ -64,7 +74,7 @@ class ComputeEngine {
   explicit ComputeEngine(rt::Runtime& rt) : rt_(rt) {}
 
   // The client's on_compute_done runs on the loop when the job's work is done.
-  void start(ComputeJob& job);
+  void start(ComputeJob& job);  // or queues it behind the running job it takes turns with
   // Stops a running job without calling its client.
   void cancel(ComputeJob& job);
   // Thermal throttle: compute and memory-bound work run at these fractions of their nominal rates
@@ -83,10 +93,12 @@ class ComputeEngine {
   void schedule(ComputeJob& job);
   void reprice_all();
   void finish(ComputeJob& job);
+  void run(ComputeJob& job);
   void remove(ComputeJob& job);
 
   rt::Runtime& rt_;
-  std::vector<ComputeJob*> jobs_;
+  std::vector<ComputeJob*> jobs_;     // running
+  std::vector<ComputeJob*> waiting_;  // for their turn, in the order they started
   double fraction_sum_ = 0;
   RunShares clock_;
   rt::Duration busy_;

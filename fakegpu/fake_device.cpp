@@ -1,5 +1,6 @@
 #include "fakegpu/fake_device.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "fakegpu/fake_event.h"
@@ -43,6 +44,18 @@ hal::Stream& FakeDevice::create_stream(const std::string& name, double sm_fracti
                                 std::to_string(sm_fraction));
   }
   streams_.push_back(std::make_unique<FakeStream>(*this, name, sm_fraction));
+  return *streams_.back();
+}
+
+hal::Stream& FakeDevice::create_stream_taking_turns(const std::string& name, hal::Stream& with) {
+  const auto mine = std::find_if(streams_.begin(), streams_.end(), [&](const auto& s) { return s.get() == &with; });
+  if (mine == streams_.end()) {
+    throw std::invalid_argument(source_ + ": stream '" + name + "' cannot take turns with stream '" + with.name() +
+                                "' of another device");
+  }
+  FakeStream& first = **mine;
+  streams_.push_back(std::make_unique<FakeStream>(*this, name, with.sm_fraction()));
+  streams_.back()->take_turns_with(first);
   return *streams_.back();
 }
 

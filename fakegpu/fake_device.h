@@ -43,6 +43,7 @@ class FakeDevice final : public hal::Device {
   hal::Memory& host_memory() override { return *host_memory_; }
   hal::StepOutcomes& outcomes() override { return outcomes_; }
   hal::Stream& create_stream(const std::string& name, double sm_fraction = 1.0) override;
+  hal::Stream& create_stream_taking_turns(const std::string& name, hal::Stream& with) override;
   std::shared_ptr<hal::GpuEvent> create_event(const std::string& name) override;
   std::shared_ptr<hal::GraphExec> instantiate(const hal::Graph& graph) override;
   // Updates any graph in place (emulated execs have no fixed topology).

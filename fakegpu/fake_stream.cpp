@@ -135,6 +135,7 @@ void FakeStream::start_front() {
     case OpKind::graph:
       busy_ = true;
       segment_ = 0;
+      arrived_.resize(op.graph->segments().size());
       run_segment();
       return;
     case OpKind::copy:
@@ -189,6 +190,7 @@ void FakeStream::on_compute_done(ComputeJob&) {
     return;
   }
   const hal::CollectiveCall& call = *segment.collective;
+  arrived_[segment_] = device_.runtime().now();
   call.group->arrive(call.rank, call.op, [this, epoch = epoch_](const hal::HalError* e) { on_async_done(epoch, e); });
 }
 
@@ -209,8 +211,9 @@ void FakeStream::on_async_done(std::uint64_t epoch, const hal::HalError* error) 
       const rt::Duration body_busy = device_.compute().busy_time() - period_busy_start_;
       device_.compute().credit_busy(std::min(tail, body_busy * static_cast<std::int64_t>(segment.tail_iterations)));
       // Each collective of the body is handed to its group as calls repeated over the tail, so that
-      // their traffic holds the links for it (and is slowed by other traffic there); the stream goes on
-      // when every group has let it.
+      // their traffic holds the links for it (and is slowed by other traffic there), from where it came
+      // in the period (after the compute before it: another stream's call then has the links to
+      // itself, as it would have); the stream goes on when every group has let it.
       const auto& segments = op.graph->segments();
       tail_waits_ = 0;
       tail_error_.reset();
@@ -218,7 +221,7 @@ void FakeStream::on_async_done(std::uint64_t epoch, const hal::HalError* error) 
       for (std::size_t i = segment.period_from + 1; i <= segment_; ++i) {
         const hal::CollectiveCall* call = segments[i].collective;
         if (call == nullptr) continue;
-        call->group->repeat(call->rank, call->op, segment.tail_iterations, tail,
+        call->group->repeat(call->rank, call->op, segment.tail_iterations, arrived_[i] - period_start_, tail,
                             [this, epoch](const hal::HalError* e) { on_tail_done(epoch, e); });
       }
       return;

@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "emu/rt/condition.h"
 #include "engine/hal/stream.h"
@@ -41,6 +42,8 @@ class FakeStream final : public hal::Stream, private ComputeClient {
   void synchronize() override;
   bool idle() const override { return queue_.empty(); }
 
+  // From now on this stream's kernels take turns with `other`'s (hal::Device::create_stream_taking_turns).
+  void take_turns_with(FakeStream& other) { job_.take_turns_with(other.job_); }
   // The device's fault: the running operation and everything queued fail with `xid`.
   void drain(hal::Xid xid, const std::string& reason);
   // From FakeEvent: a waited-for generation completed.
@@ -85,6 +88,7 @@ class FakeStream final : public hal::Stream, private ComputeClient {
   std::size_t segment_ = 0;  // the running graph's segment
   rt::Time period_start_;    // when the running graph's repeated body finished its first iteration
   rt::Duration period_busy_start_;  // the device's compute busy time then
+  std::vector<rt::Time> arrived_;   // per segment of the running graph: when it arrived at its collective
   std::size_t tail_waits_ = 0;      // groups still holding the tail back
   std::optional<hal::HalError> tail_error_;  // the first group that failed it
   rt::Time op_start_;        // when the running operation started (for the device's span observer)

@@ -64,7 +64,8 @@ class LoopbackGroup final : public hal::CommGroup {
   void arrive(int, hal::SharedCollectiveOp, hal::CollectiveDone done) override {
     rt_.call_after(rt::us(30), [done = std::move(done)] { done(nullptr); });
   }
-  void repeat(int, hal::SharedCollectiveOp, std::size_t, rt::Duration span, hal::CollectiveDone done) override {
+  void repeat(int, hal::SharedCollectiveOp, std::size_t, rt::Duration, rt::Duration span,
+              hal::CollectiveDone done) override {
     rt_.call_after(span, [done = std::move(done)] { done(nullptr); });
   }
 

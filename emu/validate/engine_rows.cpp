@@ -157,9 +157,10 @@ std::vector<CalibrationRow> engine_calibration_rows() {
                           "SGLang DeepSeek-V3 decode, 9x8 H100, EP72, batch 256/GPU, KV 2,000, TBO: output tok/s per node",
                           "tok/s/node", "REFERENCE.md §3 V2", 22'282, v2 * 8, 15);
   r2.note =
-      "open: two-batch overlap costs here (20,430 tok/s per node without it, -8.3%): each micro-batch reads the ~25 GB "
-      "of weights a GPU holds again (+9 ms a step), and the overlap hides almost none of the ~45 ms of IB all-to-alls "
-      "a step, where it should hide most of the compute; the cause is not found yet";
+      "optimistic: the two micro-batches now take turns on the SMs as SGLang issues them, so each one's IB "
+      "all-to-alls (~22 ms a step) run beside the other's compute (20,430 tok/s per node without overlap, -8.3%); "
+      "not modelled: SGLang's per-step host time, the SMs DeepEP's low-latency kernels take while they send, and "
+      "grouped-GEMM efficiency at half-size micro-batches (measured tables, #18)";
   rows.push_back(r2);
   // V3: SGLang DeepSeek-V3 decode on GB200 NVL72 (lmsys blog 2025-06-16, reproduction in sglang issue
   // #7227): 12 nodes x 4 = 48 GPUs as one DP48 x EP48 decode instance (DP attention, DeepEP low-latency,

@@ -54,10 +54,12 @@ class CommGroup {
   virtual void arrive(int rank, SharedCollectiveOp op, CollectiveDone done) = 0;
   // Member `rank` makes `times` more calls of the op of its last arrive() back to back over the next
   // `span`, without arriving for each: a device fast-forwarding identical layers, whose span it has
-  // measured. The group carries their traffic in that span; `done` runs when the member may go on: at
-  // its span's end, later when other traffic on the links slowed the calls. Every member repeats alike;
-  // arrive()'s call numbers are not used.
-  virtual void repeat(int rank, SharedCollectiveOp op, std::size_t times, rt::Duration span, CollectiveDone done) = 0;
+  // measured. The group carries their traffic in that span, from `lead` on (the compute before the
+  // first of the calls: each period's call comes after its period's compute); `done` runs when the
+  // member may go on: at its span's end, later when other traffic on the links slowed the calls. Every
+  // member repeats alike; arrive()'s call numbers are not used.
+  virtual void repeat(int rank, SharedCollectiveOp op, std::size_t times, rt::Duration lead, rt::Duration span,
+                      CollectiveDone done) = 0;
 };
 
 class Collectives {

@@ -30,6 +30,14 @@ class Device {
 
   // The stream lives as long as the device. sm_fraction in (0, 1], else std::invalid_argument.
   virtual Stream& create_stream(const std::string& name, double sm_fraction = 1.0) = 0;
+  // A stream on `with`'s SMs (a stream of this device, else std::invalid_argument) whose kernels take
+  // turns with `with`'s: a graph segment (the kernels between two collectives) or kernel of either
+  // runs once the other's running one has ended, in the order they became ready; collectives and
+  // copies run beside the other's kernels. That is the order SGLang's two-batch overlap gives two
+  // micro-batches: one host thread issues their stages in turn on one CUDA stream while their
+  // all-to-alls go on in the background (DeepEP's receive hooks). On CUDA, an event recorded at the
+  // end of each stage and waited for by the other stream's next stage gives it.
+  virtual Stream& create_stream_taking_turns(const std::string& name, Stream& with) = 0;
   virtual std::shared_ptr<GpuEvent> create_event(const std::string& name) = 0;
   // Prices and checks the graph once for this device; throws HalError for work the device cannot do.
   virtual std::shared_ptr<GraphExec> instantiate(const Graph& graph) = 0;

@@ -157,7 +157,9 @@ NormalWorkerGroup::NormalWorkerGroup(rt::Runtime& rt, const ModelProfile& model,
         g.stream = &g.device->create_stream(gpu_tag(g));
       }
       if (cfg_.two_batch_overlap) {
-        g.stream_b = &g.device->create_stream(gpu_tag(g) + " micro-batch 2");
+        // The micro-batches' kernels take turns as SGLang issues them, so that one's all-to-all runs
+        // beside the other's compute rather than both streams computing, then waiting, together.
+        g.stream_b = &g.device->create_stream_taking_turns(gpu_tag(g) + " micro-batch 2", *g.stream);
         g.copies_done = g.device->create_event(gpu_tag(g) + " KV copies");
       }
     }

@@ -44,9 +44,9 @@ class RecordingCollectives final : public hal::Collectives {
       if (members()[static_cast<std::size_t>(rank)] == 0) calls_.push_back(Call{op->kind, op->bytes});
       real_->arrive(rank, std::move(op), std::move(done));
     }
-    void repeat(int rank, hal::SharedCollectiveOp op, std::size_t times, rt::Duration span,
+    void repeat(int rank, hal::SharedCollectiveOp op, std::size_t times, rt::Duration lead, rt::Duration span,
                 hal::CollectiveDone done) override {
-      real_->repeat(rank, std::move(op), times, span, std::move(done));
+      real_->repeat(rank, std::move(op), times, lead, span, std::move(done));
     }
 
    private:

@@ -17,7 +17,7 @@ class Members final : public hal::CommGroup {
   const std::string& name() const override { return name_; }
   const std::vector<hal::DeviceId>& members() const override { return members_; }
   void arrive(int, hal::SharedCollectiveOp, hal::CollectiveDone) override { ADD_FAILURE() << "not run here"; }
-  void repeat(int, hal::SharedCollectiveOp, std::size_t, rt::Duration, hal::CollectiveDone) override {
+  void repeat(int, hal::SharedCollectiveOp, std::size_t, rt::Duration, rt::Duration, hal::CollectiveDone) override {
     ADD_FAILURE() << "not run here";
   }
 

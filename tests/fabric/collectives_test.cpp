@@ -339,7 +339,7 @@ TEST(Collectives, RepeatedCallsHoldTheirLinksForTheirSpanAndCountTheirBytes) {
     g->arrive(rank, parts[static_cast<std::size_t>(rank)], [&, rank](const hal::HalError* e) {
       EXPECT_EQ(e, nullptr);
       // As a device fast-forwarding 9 more layers of this call, 9 periods of `alone` each.
-      g->repeat(rank, parts[static_cast<std::size_t>(rank)], 9, alone * 9, [&, rank](const hal::HalError* e2) {
+      g->repeat(rank, parts[static_cast<std::size_t>(rank)], 9, rt::Duration(), alone * 9, [&, rank](const hal::HalError* e2) {
         EXPECT_EQ(e2, nullptr);
         done[static_cast<std::size_t>(rank)] = r.rt.now();
       });
@@ -370,7 +370,7 @@ TEST(Collectives, RepeatedCallsBesideAFlowAreSlowedAsTheExactModeSlowsTheCalls) 
     });
     for (int rank = 0; rank < 8; ++rank) {
       g->arrive(rank, parts[static_cast<std::size_t>(rank)], [&, rank](const hal::HalError*) {
-        g->repeat(rank, parts[static_cast<std::size_t>(rank)], 9, alone * 9, [&](const hal::HalError* e) {
+        g->repeat(rank, parts[static_cast<std::size_t>(rank)], 9, rt::Duration(), alone * 9, [&](const hal::HalError* e) {
           EXPECT_EQ(e, nullptr);
           last = std::max(last, r.rt.now());
         });

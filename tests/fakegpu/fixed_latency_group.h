@@ -33,7 +33,8 @@ class FixedLatencyGroup final : public hal::CommGroup {
   }
 
   // Repeated calls take their span, and are not recorded as arrivals.
-  void repeat(int, hal::SharedCollectiveOp, std::size_t, rt::Duration span, hal::CollectiveDone done) override {
+  void repeat(int, hal::SharedCollectiveOp, std::size_t, rt::Duration, rt::Duration span,
+              hal::CollectiveDone done) override {
     rt_.call_after(span, [done = std::move(done)] { done(nullptr); });
   }
 

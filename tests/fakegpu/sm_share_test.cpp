@@ -128,5 +128,60 @@ TEST(SmShare, ARunningKernelSlowsWhenAnotherStartsBesideIt) {
   EXPECT_NEAR(done[1], done[0] + (1 - b_progress) * alone, 2.0);
 }
 
+TEST(SmShare, StreamsTakingTurnsRunTheirKernelsOneAfterTheOther) {
+  Rig rig("b300");
+  hal::Stream& a = rig.gpu().create_stream("a");
+  hal::Stream& b = rig.gpu().create_stream_taking_turns("b", a);
+  EXPECT_EQ(b.sm_fraction(), a.sm_fraction());
+  // a, b, a: b's kernel waits for a's first, a's second for b's (the order they became ready in).
+  a.launch(kCompute);
+  b.launch(kCompute);
+  a.launch(kCompute);
+  const Timing c = timing(rig, kCompute);
+  const double alone = c.overhead_ns + c.compute_ns;
+  const auto done = finish_ns(rig, {&a, &b});
+  EXPECT_NEAR(done[1], 2 * alone, 2.0);
+  EXPECT_NEAR(done[0], 3 * alone, 3.0);
+}
+
+TEST(SmShare, AStreamNotTakingTurnsSharesTheSmsWithTheOneWhoseTurnItIs) {
+  Rig rig("b300");
+  hal::Stream& x = rig.gpu().create_stream("x");
+  hal::Stream& y = rig.gpu().create_stream_taking_turns("y", x);
+  hal::Stream& z = rig.gpu().create_stream("z");
+  x.launch(kCompute);
+  y.launch(kCompute);
+  z.launch(kCompute);
+  const Timing c = timing(rig, kCompute);
+  const double alone = c.overhead_ns + c.compute_ns;
+  const auto shared_done = finish_ns(rig, {&x, &y, &z});
+  // x and z split the device (2 x compute each), then y runs alone.
+  EXPECT_NEAR(shared_done[0], c.overhead_ns + 2 * c.compute_ns, 2.0);
+  EXPECT_NEAR(shared_done[2], shared_done[0], 2.0);
+  EXPECT_NEAR(shared_done[1], shared_done[0] + alone, 3.0);
+}
+
+TEST(SmShare, AStreamTakesTurnsOnlyWithAStreamOfItsDevice) {
+  Rig rig("b300", 2);
+  hal::Stream& a = rig.gpu(0).create_stream("a");
+  EXPECT_THROW(rig.gpu(1).create_stream_taking_turns("b", a), std::invalid_argument);
+}
+
+TEST(SmShare, AFaultDrainsAStreamWaitingForItsTurn) {
+  Rig rig("b300");
+  hal::Stream& a = rig.gpu().create_stream("a");
+  hal::Stream& b = rig.gpu().create_stream_taking_turns("b", a);
+  a.launch(kCompute);
+  b.launch(kCompute);  // waits for a's kernel
+  int failed = 0;
+  for (hal::Stream* s : {&a, &b}) {
+    s->add_callback([&](const hal::HalError* e) { failed += e != nullptr; });
+  }
+  rig.rt.call_after(rt::Duration::nanoseconds(1'000), [&] { rig.gpu().inject_ecc_error(); });
+  rig.rt.run();
+  EXPECT_EQ(failed, 2);
+  EXPECT_EQ(rig.gpu().compute().running(), 0u);
+}
+
 }  // namespace
 }  // namespace nvl::fakegpu
