@@ -124,7 +124,7 @@ void FabricCommGroup::start_repeat(Repeat& r) {
   }
   const Cached& c = entry->second;
   const rt::Duration lead = std::max(rt::Duration(), r.moving - now);
-  run_held(held(c, r.times, true, lead), finish, finish_end, by_finish, r.done, r.ops.front()->name);
+  run_held(held_repeated(c, r.times, lead), finish, finish_end, by_finish, r.done, r.ops.front()->name);
 }
 
 std::optional<std::string> FabricCommGroup::disagreement(const Ops& ops) const {
@@ -356,7 +356,7 @@ void FabricCommGroup::start(Call& call) {
 }
 
 FabricCommGroup::Cache::value_type* FabricCommGroup::entry_for(const Ops& ops, std::vector<hal::CollectiveDone>& done,
-                                                              bool idle_only) {
+                                                              bool fast_only) {
   const std::string& name = ops.front()->name;
   std::optional<std::size_t> hash;  // the signature's, once computed
   Cache::value_type* entry = same_objects_entry(ops);
@@ -367,14 +367,14 @@ FabricCommGroup::Cache::value_type* FabricCommGroup::entry_for(const Ops& ops, s
     }
     entry = find_entry(ops, hash);
   }
-  if (entry != nullptr && (!idle_only || fast_ok(*entry->second.channels))) {
+  if (entry != nullptr && (!fast_only || fast_ok(*entry->second.channels))) {
     used(*entry);
     return entry;
   }
   std::optional<Cached> c;
   CrossbarAllToAll::Priced& x = crossbar_priced_;
   if (ops.front()->kind == hal::CollectiveKind::all_to_all && crossbar_.price(fabric_, members_, ops, x) &&
-      (!idle_only || fast_ok(x.channels))) {
+      (!fast_only || fast_ok(x.channels))) {
     c = cached(std::move(x.channels), std::move(x.channel_bytes), std::move(x.channel_flows),
                std::move(x.channel_seconds), x.wire_from, x.done);
   } else {
@@ -384,7 +384,7 @@ FabricCommGroup::Cache::value_type* FabricCommGroup::entry_for(const Ops& ops, s
       fail_call(done, hal::HalError(e.device(), op_name(name), e.cause(), e.what()));
       return nullptr;
     }
-    c = price_plan(plan_, idle_only);
+    c = price_plan(plan_, fast_only);
     if (!c) return nullptr;
   }
   ++stats_.priced;
@@ -421,7 +421,7 @@ void FabricCommGroup::run_call(const Ops& ops, std::vector<hal::CollectiveDone>&
     if (Cache::value_type* entry = entry_for(ops, done, true)) {
       const Cached& c = entry->second;
       ++stats_.fast;
-      run_held(held(c, 1, false), c.finish, c.finish_end, c.by_finish, done, name);
+      run_held(held(c), c.finish, c.finish_end, c.by_finish, done, name);
       return;
     }
     if (stats_.failed != failed) return;
@@ -441,9 +441,9 @@ void FabricCommGroup::run_call(const Ops& ops, std::vector<hal::CollectiveDone>&
   run_exact(std::move(plan_), std::move(done), op_name(name));
 }
 
-std::optional<FabricCommGroup::Cached> FabricCommGroup::price_plan(const CollectivePlan& plan, bool idle_only) {
+std::optional<FabricCommGroup::Cached> FabricCommGroup::price_plan(const CollectivePlan& plan, bool fast_only) {
   const std::vector<int>& channels = pricer_.load(plan, fabric_);
-  if (idle_only && !fast_ok(channels)) return std::nullopt;
+  if (fast_only && !fast_ok(channels)) return std::nullopt;
   std::vector<int> held = channels;
   std::vector<rt::Duration> done;
   std::vector<double> bytes, seconds;
@@ -481,9 +481,13 @@ FabricCommGroup::Cached FabricCommGroup::cached(std::vector<int> channels, std::
   return c;
 }
 
-Fabric::HeldTraffic FabricCommGroup::held(const Cached& c, std::size_t times, bool repeated, rt::Duration lead) {
-  return Fabric::HeldTraffic{c.channels, c.channel_bytes, c.channel_flows, c.channel_seconds,
-                             repeated ? lead : c.wire_from, static_cast<double>(times), repeated};
+Fabric::HeldTraffic FabricCommGroup::held(const Cached& c) {
+  return Fabric::HeldTraffic{c.channels, c.channel_bytes, c.channel_flows, c.channel_seconds, c.wire_from, 1, false};
+}
+
+Fabric::HeldTraffic FabricCommGroup::held_repeated(const Cached& c, std::size_t times, rt::Duration lead) {
+  return Fabric::HeldTraffic{c.channels, c.channel_bytes, c.channel_flows, c.channel_seconds, lead,
+                             static_cast<double>(times), true};
 }
 
 void FabricCommGroup::run_held(const Fabric::HeldTraffic& traffic, const std::vector<rt::Duration>& finish,

@@ -103,15 +103,17 @@ class FabricCommGroup final : public hal::CommGroup {
   std::optional<std::string> disagreement(const Ops& ops) const;
   static std::size_t signature_hash(const Ops& ops);
   static bool same_signature(const Ops& a, const Ops& b);
-  // The plan priced offline; nothing when a channel it uses is degraded or carries flows and `idle_only`.
-  std::optional<Cached> price_plan(const CollectivePlan& plan, bool idle_only);
+  // The plan priced offline; with `fast_only` nothing unless fast_ok (no channel of it degraded or carrying
+  // uncapped flows).
+  std::optional<Cached> price_plan(const CollectivePlan& plan, bool fast_only);
   // The entry for a priced call: its held traffic, and its members grouped by completion time.
   static Cached cached(std::vector<int> channels, std::vector<double> channel_bytes, std::vector<int> channel_flows,
                        std::vector<double> channel_seconds, rt::Duration wire_from,
                        const std::vector<rt::Duration>& done);
-  // A call of `c` (or `times` calls of it, repeated) as held traffic.
-  // Repeated calls move their data from `lead` after the hold starts.
-  static Fabric::HeldTraffic held(const Cached& c, std::size_t times, bool repeated, rt::Duration lead = {});
+  // A call of `c` as held traffic; or `times` calls of it repeated, each moving its data from `lead`
+  // into its period.
+  static Fabric::HeldTraffic held(const Cached& c);
+  static Fabric::HeldTraffic held_repeated(const Cached& c, std::size_t times, rt::Duration lead);
   void start_repeat(Repeat& r);
   bool fast_ok(const std::vector<int>& channels) const;
   // Holds `traffic` and finishes the members at now + finish[g] (groups as in Cached). Takes the
@@ -195,8 +197,8 @@ class FabricCommGroup final : public hal::CommGroup {
   Cache::value_type* find_entry(const Ops& ops, std::optional<std::size_t>& hash);
   void used(Cache::value_type& entry);
   // The entry for a call's parts: found, or planned and priced (null when the call cannot run, having
-  // failed it, or when `idle_only` and its links carry flows or are degraded, leaving plan_ its plan).
-  Cache::value_type* entry_for(const Ops& ops, std::vector<hal::CollectiveDone>& done, bool idle_only);
+  // failed it, or when `fast_only` and not fast_ok, leaving plan_ its plan).
+  Cache::value_type* entry_for(const Ops& ops, std::vector<hal::CollectiveDone>& done, bool fast_only);
   CommGroupStats stats_;
   std::vector<hal::Xid> down_;  // per member: why it failed, Xid::none while it has not
   int first_down_ = -1;         // the first member that is down, or -1 (checked on every arrival)

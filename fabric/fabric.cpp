@@ -259,6 +259,13 @@ std::int64_t Fabric::moving_from(const Hold& h) {
   return h.traffic.periodic ? std::min(from, h.until_ns - 1) : from;
 }
 
+std::optional<std::size_t> Fabric::index_of(const Hold& h, int channel) {
+  const auto& chs = *h.traffic.channels;
+  const auto it = std::lower_bound(chs.begin(), chs.end(), channel);
+  if (it == chs.end() || *it != channel) return std::nullopt;
+  return static_cast<std::size_t>(it - chs.begin());
+}
+
 double Fabric::held_rate(const Hold& h, std::size_t i, std::int64_t now) const {
   const double bytes = (*h.traffic.bytes)[i];
   if (h.traffic.periodic) {
@@ -274,10 +281,9 @@ double Fabric::held_by_others(const Hold& h, int channel, std::int64_t now) cons
   double rate = 0;
   for (const Hold& o : holds_) {
     if (o.id == h.id) continue;
-    const auto& chs = *o.traffic.channels;
-    const auto it = std::lower_bound(chs.begin(), chs.end(), channel);
-    if (it == chs.end() || *it != channel) continue;
-    const auto j = static_cast<std::size_t>(it - chs.begin());
+    const auto at = index_of(o, channel);
+    if (!at) continue;
+    const std::size_t j = *at;
     const char state = o.flowing.empty() ? kHeld : o.flowing[j];
     if (state == kWaiting) return std::numeric_limits<double>::infinity();
     if (state == kHeld) rate += held_rate(o, j, now);
@@ -357,10 +363,8 @@ void Fabric::share_held(int channel) {
   if (reserved_until_[static_cast<std::size_t>(channel)] <= rt_.now().ns()) return;
   std::vector<std::function<void()>> slowed;
   for (Hold& h : holds_) {
-    const auto& chs = *h.traffic.channels;
-    const auto it = std::lower_bound(chs.begin(), chs.end(), channel);
-    if (it == chs.end() || *it != channel) continue;
-    if (to_flow(h, static_cast<std::size_t>(it - chs.begin())) && !std::exchange(h.slowed, true) && h.events.slowed) {
+    const auto at = index_of(h, channel);
+    if (at && to_flow(h, *at) && !std::exchange(h.slowed, true) && h.events.slowed) {
       slowed.push_back(h.events.slowed);
     }
   }

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -174,6 +175,8 @@ class Fabric {
   Hold* find_hold(std::uint64_t id);
   // When the hold's data starts to move.
   static std::int64_t moving_from(const Hold& h);
+  // Where `channel` is among the hold's channels (sorted); none when the hold is not on it.
+  static std::optional<std::size_t> index_of(const Hold& h, int channel);
   // The bytes the hold has still to move on its i-th channel at `now`, as if alone.
   double held_rest(const Hold& h, std::size_t i, std::int64_t now) const;
   // The hold's rest on its i-th channel runs as capped flows from now, or from when the call's data
@@ -181,7 +184,8 @@ class Fabric {
   bool to_flow(Hold& h, std::size_t i);
   void start_held_flows(Hold& h, std::size_t i, double rest);
   // The rate the hold moves its bytes on its i-th channel at `now` (bytes/s), as if alone: a call's at
-  // its wire rate within its wire time, repeated calls' on average over their span.
+  // its wire rate within its wire time, repeated calls' on average from when their data starts to move
+  // (moving_from: their lead into each period) to the span's end.
   double held_rate(const Hold& h, std::size_t i, std::int64_t now) const;
   // The sum of held_rate over the holds other than `h` still held on `channel`; infinity where one
   // runs there as flows to come (its call not yet moving data).

@@ -46,6 +46,8 @@ class ComputeJob {
     costs_ = costs;
     cache_ = cache;
   }
+  // For the next start (not while the job runs): the share of the SMs its kernels are launched on.
+  void set_sm_fraction(double sm_fraction) { sm_fraction_ = sm_fraction; }
   // Jobs that take turns run one at a time, the others waiting in the order they started (not while
   // either runs).
   void take_turns_with(ComputeJob& other) {

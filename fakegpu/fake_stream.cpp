@@ -13,9 +13,13 @@ FakeStream::FakeStream(FakeDevice& device, std::string name, double sm_fraction)
       name_(std::move(name)),
       sm_fraction_(sm_fraction),
       job_(*this, sm_fraction),
+      beside_job_(*this, sm_fraction),
       idle_cond_(device.runtime(), "stream '" + name_ + "' of " + device.source()) {}
 
-FakeStream::~FakeStream() { device_.compute().cancel(job_); }
+FakeStream::~FakeStream() {
+  device_.compute().cancel(job_);
+  device_.compute().cancel(beside_job_);
+}
 
 hal::DeviceId FakeStream::device() const { return device_.id(); }
 
@@ -178,7 +182,12 @@ void FakeStream::run_segment() {
   device_.compute().start(job_);
 }
 
-void FakeStream::on_compute_done(ComputeJob&) {
+void FakeStream::on_compute_done(ComputeJob& job) {
+  if (&job == &beside_job_) {
+    beside_running_ = false;
+    if (!collective_running_) segment_done();
+    return;
+  }
   Op& op = queue_.front();
   if (op.kind == OpKind::kernel) {
     finish_front(nullptr);
@@ -191,46 +200,64 @@ void FakeStream::on_compute_done(ComputeJob&) {
   }
   const hal::CollectiveCall& call = *segment.collective;
   arrived_[segment_] = device_.runtime().now();
+  const auto beside = op.graph->beside(segment);
+  if (!beside.empty()) {
+    beside_job_.set_work(beside, &segment.beside_cache);
+    beside_job_.set_sm_fraction(sm_fraction_ * call.beside_sm_fraction);
+    beside_running_ = true;
+    device_.compute().start(beside_job_);
+  }
+  collective_running_ = true;
   call.group->arrive(call.rank, call.op, [this, epoch = epoch_](const hal::HalError* e) { on_async_done(epoch, e); });
 }
 
 void FakeStream::on_async_done(std::uint64_t epoch, const hal::HalError* error) {
   if (epoch != epoch_) return;  // work drained by a fault
   const Op& op = queue_.front();
-  if (op.kind == OpKind::graph && error == nullptr) {
-    const auto& segment = op.graph->segments()[segment_];
-    rt::Runtime& rt = device_.runtime();
-    if (segment.period_start) {
-      period_start_ = rt.now();
-      period_busy_start_ = device_.compute().busy_time();
-    }
-    if (segment.tail_iterations > 0) {
-      // The rest of a repeated body: as many periods as the second iteration took.
-      const rt::Duration tail = (rt.now() - period_start_) * static_cast<std::int64_t>(segment.tail_iterations);
-      // The compute those periods would have run counts as busy time (device utilisation).
-      const rt::Duration body_busy = device_.compute().busy_time() - period_busy_start_;
-      device_.compute().credit_busy(std::min(tail, body_busy * static_cast<std::int64_t>(segment.tail_iterations)));
-      // Each collective of the body is handed to its group as calls repeated over the tail, so that
-      // their traffic holds the links for it (and is slowed by other traffic there), from where it came
-      // in the period (after the compute before it: another stream's call then has the links to
-      // itself, as it would have); the stream goes on when every group has let it.
-      const auto& segments = op.graph->segments();
-      tail_waits_ = 0;
-      tail_error_.reset();
-      for (std::size_t i = segment.period_from + 1; i <= segment_; ++i) tail_waits_ += segments[i].collective ? 1 : 0;
-      for (std::size_t i = segment.period_from + 1; i <= segment_; ++i) {
-        const hal::CollectiveCall* call = segments[i].collective;
-        if (call == nullptr) continue;
-        call->group->repeat(call->rank, call->op, segment.tail_iterations, arrived_[i] - period_start_, tail,
-                            [this, epoch](const hal::HalError* e) { on_tail_done(epoch, e); });
-      }
+  if (op.kind == OpKind::graph) {
+    collective_running_ = false;
+    if (error == nullptr) {
+      if (!beside_running_) segment_done();  // else the kernels beside it end the segment
       return;
     }
-    ++segment_;
-    run_segment();
-    return;
+    device_.compute().cancel(beside_job_);
+    beside_running_ = false;
   }
   finish_front(error);
+}
+
+void FakeStream::segment_done() {
+  const Op& op = queue_.front();
+  const auto& segment = op.graph->segments()[segment_];
+  rt::Runtime& rt = device_.runtime();
+  if (segment.period_start) {
+    period_start_ = rt.now();
+    period_busy_start_ = device_.compute().busy_time();
+  }
+  if (segment.tail_iterations > 0) {
+    // The rest of a repeated body: as many periods as the second iteration took.
+    const rt::Duration tail = (rt.now() - period_start_) * static_cast<std::int64_t>(segment.tail_iterations);
+    // The compute those periods would have run counts as busy time (device utilisation).
+    const rt::Duration body_busy = device_.compute().busy_time() - period_busy_start_;
+    device_.compute().credit_busy(std::min(tail, body_busy * static_cast<std::int64_t>(segment.tail_iterations)));
+    // Each collective of the body is handed to its group as calls repeated over the tail, so that
+    // their traffic holds the links for it (and is slowed by other traffic there), from where it came
+    // in the period (after the compute before it: another stream's call then has the links to
+    // itself, as it would have); the stream goes on when every group has let it.
+    const auto& segments = op.graph->segments();
+    tail_waits_ = 0;
+    tail_error_.reset();
+    for (std::size_t i = segment.period_from + 1; i <= segment_; ++i) tail_waits_ += segments[i].collective ? 1 : 0;
+    for (std::size_t i = segment.period_from + 1; i <= segment_; ++i) {
+      const hal::CollectiveCall* call = segments[i].collective;
+      if (call == nullptr) continue;
+      call->group->repeat(call->rank, call->op, segment.tail_iterations, arrived_[i] - period_start_, tail,
+                          [this, epoch = epoch_](const hal::HalError* e) { on_tail_done(epoch, e); });
+    }
+    return;
+  }
+  ++segment_;
+  run_segment();
 }
 
 void FakeStream::on_tail_done(std::uint64_t epoch, const hal::HalError* error) {
@@ -292,7 +319,9 @@ void FakeStream::fail(Op& op, const hal::HalError& error) {
 void FakeStream::drain(hal::Xid xid, const std::string& reason) {
   ++epoch_;
   device_.compute().cancel(job_);
+  device_.compute().cancel(beside_job_);
   busy_ = false;
+  beside_running_ = collective_running_ = false;
   bool first = true;
   while (!queue_.empty()) {
     Op op = std::move(queue_.front());

@@ -71,6 +71,8 @@ class FakeStream final : public hal::Stream, private ComputeClient {
   void run_segment();
   void on_compute_done(ComputeJob& job) override;
   void on_async_done(std::uint64_t epoch, const hal::HalError* error);
+  // The running graph's segment is done, its collective and the kernels beside it: the next one starts.
+  void segment_done();
   // One group let the running graph's fast-forwarded tail go on (or failed it).
   void on_tail_done(std::uint64_t epoch, const hal::HalError* error);
   // The front operation is done (error: it failed); the next one starts.
@@ -93,6 +95,9 @@ class FakeStream final : public hal::Stream, private ComputeClient {
   std::optional<hal::HalError> tail_error_;  // the first group that failed it
   rt::Time op_start_;        // when the running operation started (for the device's span observer)
   ComputeJob job_;
+  ComputeJob beside_job_;              // the kernels beside the running segment's collective
+  bool beside_running_ = false;
+  bool collective_running_ = false;
   std::optional<hal::HalError> error_;  // first failure since the last synchronize()
   rt::Condition idle_cond_;
 };

@@ -31,9 +31,10 @@ void GraphLayout::assign(const hal::Graph& graph, const CostModel& model, const 
   for (const hal::GraphNode& node : graph.nodes()) {
     if (std::holds_alternative<hal::KernelDesc>(node)) ++costs;
     if (const auto* k = std::get_if<hal::KernelsNode>(&node)) costs += k->kernels->size();
-    if (std::holds_alternative<hal::CollectiveCall>(node)) {
+    if (const auto* c = std::get_if<hal::CollectiveCall>(&node)) {
       ++segments;
       ++calls;
+      if (c->beside) costs += c->beside->size();
     }
     if (const auto* r = std::get_if<hal::RepeatNode>(&node)) {
       segments += r->body->collective_count() * exact_iterations(*r, fast_forward);
@@ -48,7 +49,7 @@ void GraphLayout::assign(const hal::Graph& graph, const CostModel& model, const 
   costs_.push_back(KernelCost{0, 0, static_cast<double>(profile.graph_launch.ns())});
   const Pricing pricing{model, profile, lists, fast_forward};
   for (const hal::GraphNode& node : graph.nodes()) append(node, pricing);
-  segments_.back().end_kernel = costs_.size();
+  segments_.back().end_kernel = segments_.back().beside_end = costs_.size();
   calls_.erase(calls_.begin() + static_cast<std::ptrdiff_t>(calls_kept_), calls_.end());
 }
 
@@ -60,7 +61,10 @@ void GraphLayout::append(const hal::GraphNode& node, const Pricing& pricing) {
   } else if (const auto* r = std::get_if<hal::RepeatNode>(&node)) {
     append_repeat(*r, pricing);
   } else {
-    append_collective(keep(std::get<hal::CollectiveCall>(node)));
+    const hal::CollectiveCall& kept = keep(std::get<hal::CollectiveCall>(node));
+    const std::size_t end_kernel = costs_.size();
+    if (kept.beside) append_kernels(kept.beside, pricing);
+    append_collective(kept, end_kernel);
   }
 }
 
@@ -84,14 +88,17 @@ const hal::CollectiveCall& GraphLayout::keep(const hal::CollectiveCall& call) {
     hal::CollectiveCall& kept = calls_[calls_kept_];
     if (kept.group != call.group) kept.group = call.group;
     if (kept.op != call.op) kept.op = call.op;
+    if (kept.beside != call.beside) kept.beside = call.beside;
     kept.rank = call.rank;
+    kept.beside_sm_fraction = call.beside_sm_fraction;
   }
   return calls_[calls_kept_++];
 }
 
-void GraphLayout::append_collective(const hal::CollectiveCall& kept) {
+void GraphLayout::append_collective(const hal::CollectiveCall& kept, std::size_t end_kernel) {
   Segment& s = segments_.back();
-  s.end_kernel = costs_.size();
+  s.end_kernel = end_kernel;
+  s.beside_end = costs_.size();
   s.collective = &kept;
   segments_.emplace_back().first_kernel = costs_.size();
 }
@@ -108,9 +115,12 @@ void GraphLayout::append_iteration(const hal::Graph& body, std::size_t first_cos
     run = 0;
   };
   for (const hal::GraphNode& node : body.nodes()) {
-    if (std::holds_alternative<hal::CollectiveCall>(node)) {
+    if (const auto* call = std::get_if<hal::CollectiveCall>(&node)) {
       copy_run();
-      append_collective(calls_[first_call++]);
+      const std::size_t end_kernel = costs_.size();
+      run = call->beside ? call->beside->size() : 0;
+      copy_run();
+      append_collective(calls_[first_call++], end_kernel);
     } else if (const auto* list = std::get_if<hal::KernelsNode>(&node)) {
       run += list->kernels->size();
     } else {
@@ -144,6 +154,7 @@ rt::Duration GraphLayout::compute_time() const {
   for (const Segment& s : segments_) {
     double here = 0;
     for (const KernelCost& c : kernels(s)) here += price_ns(c, RunShares{});
+    for (const KernelCost& c : beside(s)) here += price_ns(c, RunShares{});
     segment_ns.push_back(here);
     ns += here;
     if (s.tail_iterations > 0) {

@@ -24,8 +24,10 @@ class GraphLayout {
   struct Segment {
     std::size_t first_kernel = 0;  // [first_kernel, end_kernel) of kernels()
     std::size_t end_kernel = 0;
+    std::size_t beside_end = 0;    // [end_kernel, beside_end): the kernels beside the collective
     const hal::CollectiveCall* collective = nullptr;  // run after the kernels (the layout holds it)
     mutable PriceCache cache;
+    mutable PriceCache beside_cache;
     bool period_start = false;        // the stream notes when this segment's collective completes
     std::size_t tail_iterations = 0;  // after this segment's collective: wait this many periods
     std::size_t period_from = 0;      // the segment whose completion started the period
@@ -47,7 +49,11 @@ class GraphLayout {
   std::span<const KernelCost> kernels(const Segment& s) const {
     return std::span<const KernelCost>(costs_).subspan(s.first_kernel, s.end_kernel - s.first_kernel);
   }
-  // Alone on the device at nominal clock, collectives excluded.
+  // The kernels run beside the segment's collective (hal::CollectiveCall::beside).
+  std::span<const KernelCost> beside(const Segment& s) const {
+    return std::span<const KernelCost>(costs_).subspan(s.end_kernel, s.beside_end - s.end_kernel);
+  }
+  // Alone on the device at nominal clock, collectives excluded (the kernels beside them included).
   rt::Duration compute_time() const;
 
  private:
@@ -62,7 +68,9 @@ class GraphLayout {
   void append_kernels(const hal::SharedKernels& kernels, const Pricing& pricing);
   // The call as this layout keeps it (unchanged shared parts are not reassigned).
   const hal::CollectiveCall& keep(const hal::CollectiveCall& call);
-  void append_collective(const hal::CollectiveCall& kept);
+  // Ends the segment's kernels at `end_kernel` and the segment with `kept`; the costs laid out since
+  // are the kernels beside it.
+  void append_collective(const hal::CollectiveCall& kept, std::size_t end_kernel);
   void append_repeat(const hal::RepeatNode& repeat, const Pricing& pricing);
   // Iterations after the first of a repeated body: its kernels cost what they did in the first one
   // (priced from `first_cost` on) and its calls are the first one's (kept from `first_call` on), so

@@ -13,7 +13,7 @@ using hal::DType;
 using hal::KernelKind;
 
 hal::KernelDesc k(KernelKind kind, DType dtype, std::uint64_t flops, std::uint64_t bytes, const char* name) {
-  return hal::KernelDesc{kind, dtype, flops, bytes, name};
+  return hal::KernelDesc{kind, dtype, flops, bytes, name, {}};
 }
 
 // One decode layer at batch 64 per GPU (shapes only need to be plausible: pricing speed does not

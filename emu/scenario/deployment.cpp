@@ -46,6 +46,8 @@ engine::NormalGroupConfig group_config(const ScenarioDeployment& dep, const Scen
   g.scheduler.chunk_tokens = p.chunk_tokens;
   g.scheduler.draft_tokens = p.mtp_draft_tokens;
   g.two_batch_overlap = p.two_batch_overlap;
+  g.single_batch_overlap = p.single_batch_overlap;
+  if (p.sbo_combine_sms) g.sbo_combine_sms = static_cast<int>(*p.sbo_combine_sms);
   g.sm_partition_prefill = p.sm_partition_prefill;
   g.redundant_experts = p.eplb.redundant_experts;
   g.eplb_interval_steps = p.eplb.interval_steps;

@@ -56,6 +56,7 @@ void check_pool(const Scenario& s, const engine::ModelProfile& model, std::size_
     }
     if (p.mtp_draft_tokens > 0) fail("mtp_draft_tokens", "a prefill instance ends each request at its first token: no decode step to draft for");
     if (p.two_batch_overlap) fail("two_batch_overlap", "two-batch overlap runs in decoding pools only");
+    if (p.single_batch_overlap) fail("single_batch_overlap", "single-batch overlap is modelled in decoding pools only");
     if (p.eplb.redundant_experts > 0 || p.eplb.interval_steps > 0) {
       fail("eplb", "a prefill instance places its experts once, without redundant experts or rebalancing");
     }
@@ -73,6 +74,12 @@ void check_pool(const Scenario& s, const engine::ModelProfile& model, std::size_
   if (p.ep == 1 && redundant > 0) fail("eplb.redundant_experts", "redundant experts need an EP group of two or more GPUs");
   if (p.ep == 1 && p.eplb.interval_steps > 0) fail("eplb.interval_steps", "EPLB rebalancing needs an EP group of two or more GPUs");
   if (p.ep == 1 && p.two_batch_overlap) fail("two_batch_overlap", "two-batch overlap needs an EP group of two or more GPUs");
+  if (p.ep == 1 && p.single_batch_overlap) {
+    fail("single_batch_overlap", "single-batch overlap needs an EP group of two or more GPUs");
+  }
+  if (p.single_batch_overlap && p.two_batch_overlap) {
+    fail("single_batch_overlap", "single-batch and two-batch overlap exclude each other: choose one");
+  }
   if (redundant > experts * (p.ep - 1)) {
     fail("eplb.redundant_experts", std::to_string(redundant) + " redundant experts would give each of the " +
                                        std::to_string(p.ep) + " GPUs more expert slots than the model has experts");
@@ -105,6 +112,13 @@ void check_pool(const Scenario& s, const engine::ModelProfile& model, std::size_
   if (p.kv_dtype != s.deployment.pools.front().kv_dtype) {
     fail("kv_dtype", "KV moves between the pools as it is stored: every pool must use the same kv_dtype (pool '" +
                          s.deployment.pools.front().name + "' uses " + s.deployment.pools.front().kv_dtype + ")");
+  }
+  if (p.sbo_combine_sms) {
+    const int sms = fakegpu::load_device_profile_named(s.cluster.gpu_profile).sm_count;
+    if (*p.sbo_combine_sms >= sms) {
+      fail("sbo_combine_sms", std::to_string(*p.sbo_combine_sms) + " SMs for the combine leave none of " +
+                                  s.cluster.gpu_profile + "'s " + std::to_string(sms) + " to the down GEMM beside it");
+    }
   }
   if (p.weights == "nvfp4") {
     const fakegpu::DeviceProfile device = fakegpu::load_device_profile_named(s.cluster.gpu_profile);

@@ -72,6 +72,8 @@ struct ScenarioPool {
   std::int64_t mtp_draft_tokens = 0;  // MTP draft tokens per decode step
   std::optional<double> mtp_acceptance_rate;  // each draft's chance to be kept (unset: the model profile's)
   bool two_batch_overlap = false;
+  bool single_batch_overlap = false;
+  std::optional<std::int64_t> sbo_combine_sms;  // unset: the engine's default (32, SGLang's on Blackwell)
   ScenarioEplb eplb;
   double sm_partition_prefill = 0;  // mixed pools: SM share of the prefill stream (0: one batch, no partition)
   // Resolved when the scenario is read: each instance's GPU indices.

@@ -35,6 +35,18 @@ std::int64_t causal_keys(std::int64_t start, std::int64_t n, std::int64_t cap) {
 
 }  // namespace
 
+hal::AttentionShape LayerKernels::prefill_shape(const SpanSums& s, std::int64_t kv_heads, std::int64_t qk_dim,
+                                                std::int64_t v_dim) const {
+  return hal::AttentionShape{s.prefill_seqs, s.prefill_tokens, s.prefill_context, s.prefill_max_context,
+                             s.prefill_keys, heads_, kv_heads, qk_dim, v_dim};
+}
+
+hal::AttentionShape LayerKernels::decode_shape(const SpanSums& s, std::int64_t kv_heads, std::int64_t qk_dim,
+                                               std::int64_t v_dim) const {
+  return hal::AttentionShape{s.decode_seqs, s.decode_tokens, s.decode_context, s.decode_max_context,
+                             s.decode_keys, heads_, kv_heads, qk_dim, v_dim};
+}
+
 LayerKernels::LayerKernels(const ModelProfile& model, std::int64_t tp, const WeightDtypes& weights, DType kv_dtype)
     : model_(model), tp_(tp), weights_(weights), kv_dtype_(kv_dtype), heads_(model.num_attention_heads / tp) {
   if (tp < 1 || model.num_attention_heads % tp != 0) {
@@ -46,7 +58,15 @@ void LayerKernels::gemm(const char* name, DType dt, std::int64_t tokens, std::in
                         std::vector<KernelDesc>& out) const {
   if (tokens <= 0) return;
   out.push_back(KernelDesc{KernelKind::gemm, dt, 2 * u64(tokens) * u64(in) * u64(out_dim),
-                           weight_bytes(in * out_dim, dt) + u64(tokens * (in + out_dim) * kActivationBytes), name});
+                           weight_bytes(in * out_dim, dt) + u64(tokens * (in + out_dim) * kActivationBytes), name,
+                           hal::GemmShape{tokens, out_dim, in}});
+}
+
+void LayerKernels::batched_gemm(const char* name, DType dt, std::int64_t heads, std::int64_t tokens, std::int64_t in,
+                                std::int64_t out_dim, std::vector<KernelDesc>& out) const {
+  if (tokens <= 0) return;
+  gemm(name, dt, tokens, heads * in, out_dim, out);
+  out.back().shape = hal::BatchedGemmShape{heads, tokens, out_dim, in};
 }
 
 std::int64_t LayerKernels::attended_keys(const PrefillSpan& p) const {
@@ -67,6 +87,8 @@ LayerKernels::SpanSums LayerKernels::sums_of(const RankBatch& batch) const {
     const std::int64_t keys = attended_keys(p);
     s.prefill_tokens += p.new_tokens;
     s.prefill_context += context;
+    ++s.prefill_seqs;
+    s.prefill_max_context = std::max(s.prefill_max_context, context);
     s.prefill_keys += keys;
     // A chunk's queries pick their top-k from the same sequence's keys, which stay on chip across the
     // queries: HBM reads each key at most once per step, as the dense path and the indexer assume.
@@ -77,6 +99,8 @@ LayerKernels::SpanSums LayerKernels::sums_of(const RankBatch& batch) const {
     const std::int64_t context = d.context_tokens + d.new_tokens;
     s.decode_tokens += d.new_tokens;
     s.decode_context += context;
+    ++s.decode_seqs;
+    s.decode_max_context = std::max(s.decode_max_context, context);
     s.decode_keys += attended_keys(d);
     // The cache is read once per sequence whatever the number of heads and MTP tokens.
     s.decode_kv += dsa ? std::min(context, model_.index_topk) : context;
@@ -91,7 +115,7 @@ void LayerKernels::attention(const RankBatch& batch, bool shares_indexer, std::v
   if (n == 0) return;
   const std::int64_t h = model_.hidden_size;
   out.push_back(KernelDesc{KernelKind::elementwise, DType::bf16, u64(8 * n * h), u64(4 * n * h * kActivationBytes),
-                           "attn.norm"});
+                           "attn.norm", {}});
   if (model_.is_mla()) {
     mla_attention(s, shares_indexer, out);
   } else {
@@ -122,14 +146,14 @@ void LayerKernels::mla_attention(const SpanSums& s, bool shares_indexer, std::ve
                              2 * u64(s.prefill_keys) * u64(heads_) * u64(qk + m.v_head_dim),
                              u64(s.prefill_context * heads_ * (qk + m.v_head_dim) * kActivationBytes) +
                                  u64(s.prefill_tokens * heads_ * (qk + m.v_head_dim) * kActivationBytes),
-                             "attn.prefill"});
+                             "attn.prefill", prefill_shape(s, heads_, qk, m.v_head_dim)});
   } else if (s.prefill_tokens > 0) {
     absorbed_tokens += s.prefill_tokens;
     out.push_back(KernelDesc{KernelKind::attn_prefill_sparse, kv_dtype_,
                              2 * u64(s.prefill_keys) * u64(heads_) * u64(latent + m.kv_lora_rank),
                              bytes_of(s.sparse_read * latent, kv_dtype_) +
                                  u64(s.prefill_tokens * heads_ * latent * kActivationBytes),
-                             "attn.sparse"});
+                             "attn.sparse", prefill_shape(s, 1, latent, m.kv_lora_rank)});
   }
   if (s.decode_tokens > 0) {
     absorbed_tokens += s.decode_tokens;
@@ -137,12 +161,12 @@ void LayerKernels::mla_attention(const SpanSums& s, bool shares_indexer, std::ve
                              2 * u64(s.decode_keys) * u64(heads_) * u64(latent + m.kv_lora_rank),
                              bytes_of(s.decode_kv * latent, kv_dtype_) +
                                  u64(s.decode_tokens * heads_ * latent * kActivationBytes),
-                             "attn.decode"});
+                             "attn.decode", decode_shape(s, 1, latent, m.kv_lora_rank)});
   }
   if (absorbed_tokens > 0) {
     // Absorbed form: queries move into the latent space and outputs back out of it, per head.
-    gemm("attn.absorb_q", wd, absorbed_tokens, heads_ * m.qk_nope_head_dim, m.kv_lora_rank, out);
-    gemm("attn.absorb_o", wd, absorbed_tokens, heads_ * m.kv_lora_rank, m.v_head_dim, out);
+    batched_gemm("attn.absorb_q", wd, heads_, absorbed_tokens, m.qk_nope_head_dim, m.kv_lora_rank, out);
+    batched_gemm("attn.absorb_o", wd, heads_, absorbed_tokens, m.kv_lora_rank, m.v_head_dim, out);
   }
   gemm("attn.o", wd, n, heads_ * m.v_head_dim, h, out);
 }
@@ -157,7 +181,9 @@ void LayerKernels::dsa_indexer(const SpanSums& s, std::vector<KernelDesc>& out) 
   // Every query scores every cached key of its sequence; the keys are read once per sequence.
   const std::int64_t keys_read = s.prefill_context + s.decode_context;
   out.push_back(KernelDesc{KernelKind::indexer, DType::fp8, 2 * u64(s.scored) * u64(idx_heads * m.index_head_dim),
-                           u64(keys_read * (m.index_head_dim + m.index_key_scale_bytes)), "idx.score"});
+                           u64(keys_read * (m.index_head_dim + m.index_key_scale_bytes)), "idx.score",
+                           hal::IndexerShape{s.prefill_seqs + s.decode_seqs, n, keys_read, s.scored, idx_heads,
+                                             m.index_head_dim, m.index_topk}});
 }
 
 void LayerKernels::gqa_attention(const SpanSums& s, std::vector<KernelDesc>& out) const {
@@ -172,13 +198,13 @@ void LayerKernels::gqa_attention(const SpanSums& s, std::vector<KernelDesc>& out
     out.push_back(KernelDesc{KernelKind::attn_prefill, DType::bf16, 4 * u64(s.prefill_keys) * u64(heads_ * m.head_dim),
                              bytes_of(s.prefill_context * kv_per_token, kv_dtype_) +
                                  u64(s.prefill_tokens * heads_ * m.head_dim * 2 * kActivationBytes),
-                             "attn.prefill"});
+                             "attn.prefill", prefill_shape(s, kv_heads, m.head_dim, m.head_dim)});
   }
   if (s.decode_tokens > 0) {
     out.push_back(KernelDesc{KernelKind::attn_decode, kv_dtype_, 4 * u64(s.decode_keys) * u64(heads_ * m.head_dim),
                              bytes_of(s.decode_context * kv_per_token, kv_dtype_) +
                                  u64(s.decode_tokens * heads_ * m.head_dim * 2 * kActivationBytes),
-                             "attn.decode"});
+                             "attn.decode", decode_shape(s, kv_heads, m.head_dim, m.head_dim)});
   }
   gemm("attn.o", wd, n, heads_ * m.head_dim, m.hidden_size, out);
 }
@@ -191,16 +217,24 @@ void LayerKernels::dense_ffn(std::int64_t tokens, std::vector<KernelDesc>& out) 
 }
 
 void LayerKernels::moe_gate_and_shared(std::int64_t tokens, std::vector<KernelDesc>& out) const {
-  if (tokens <= 0) return;
+  moe_gate(tokens, out);
+  shared_expert(tokens, out);
+}
+
+void LayerKernels::moe_gate(std::int64_t tokens, std::vector<KernelDesc>& out) const {
   gemm("moe.gate", DType::bf16, tokens, model_.hidden_size, model_.n_routed_experts, out);
+}
+
+void LayerKernels::shared_expert(std::int64_t tokens, std::vector<KernelDesc>& out) const {
   const std::int64_t inter = model_.n_shared_experts * model_.moe_intermediate_size / tp_;
   if (inter == 0) return;
   gemm("moe.shared_up", weights_.shared_experts, tokens, model_.hidden_size, 2 * inter, out);
   gemm("moe.shared_down", weights_.shared_experts, tokens, inter, model_.hidden_size, out);
 }
 
-void LayerKernels::routed_experts(std::int64_t expert_tokens, std::int64_t experts_read,
-                                  std::vector<KernelDesc>& out) const {
+void LayerKernels::grouped_gemm(const char* name, std::int64_t parts, std::int64_t expert_tokens,
+                                std::int64_t experts_read, std::int64_t in, std::int64_t out_dim,
+                                std::vector<KernelDesc>& out) const {
   if (experts_read <= 0) return;
   const std::int64_t h = model_.hidden_size;
   const std::int64_t inter = model_.moe_intermediate_size;
@@ -208,10 +242,31 @@ void LayerKernels::routed_experts(std::int64_t expert_tokens, std::int64_t exper
   // gets; an expert no token chose is skipped, as the grouped GEMM's empty groups are. The grouped GEMM
   // runs in the weights' dtype (FP4 weights: FP4 tensor cores on activations quantized to match).
   const DType dt = weights_.routed_experts;
-  out.push_back(KernelDesc{KernelKind::moe_gemm, dt, 6 * u64(expert_tokens) * u64(h) * u64(inter),
-                           weight_bytes(experts_read * 3 * h * inter, dt) +
-                               u64(expert_tokens * (2 * h + 3 * inter) * kActivationBytes),
-                           "moe.experts"});
+  out.push_back(KernelDesc{KernelKind::moe_gemm, dt, 2 * u64(parts) * u64(expert_tokens) * u64(h) * u64(inter),
+                           weight_bytes(experts_read * parts * h * inter, dt) +
+                               u64(expert_tokens * (in + out_dim) * kActivationBytes),
+                           name, hal::GroupedGemmShape{expert_tokens, experts_read, h, inter, parts}});
+}
+
+void LayerKernels::routed_experts(std::int64_t expert_tokens, std::int64_t experts_read,
+                                  std::vector<KernelDesc>& out) const {
+  // Reads the hidden state, writes gate and up, reads them, writes the intermediate, reads it, writes
+  // the output: 2h + 3 intermediate activations a pair.
+  const std::int64_t h = model_.hidden_size;
+  grouped_gemm("moe.experts", 3, expert_tokens, experts_read, h, h + 3 * model_.moe_intermediate_size, out);
+}
+
+void LayerKernels::routed_experts_gate_up(std::int64_t expert_tokens, std::int64_t experts_read,
+                                          std::vector<KernelDesc>& out) const {
+  // Reads the hidden state, writes the activated intermediate (gate and up fused with the activation).
+  grouped_gemm("moe.experts_gate_up", 2, expert_tokens, experts_read, model_.hidden_size,
+               2 * model_.moe_intermediate_size, out);
+}
+
+void LayerKernels::routed_experts_down(std::int64_t expert_tokens, std::int64_t experts_read,
+                                       std::vector<KernelDesc>& out) const {
+  grouped_gemm("moe.experts_down", 1, expert_tokens, experts_read, model_.moe_intermediate_size,
+               model_.hidden_size, out);
 }
 
 void LayerKernels::routed_expert_slices(std::int64_t pairs, std::int64_t moe_tp, std::int64_t experts_read,
@@ -224,7 +279,7 @@ void LayerKernels::routed_expert_slices(std::int64_t pairs, std::int64_t moe_tp,
   out.push_back(KernelDesc{KernelKind::moe_gemm, dt, 6 * u64(pairs) * u64(h) * u64(inter) / u64(moe_tp),
                            weight_bytes(experts_read * 3 * h * inter / moe_tp, dt) +
                                u64(pairs * 2 * h * kActivationBytes) + u64(pairs * 3 * inter * kActivationBytes / moe_tp),
-                           "moe.experts"});
+                           "moe.experts", hal::GroupedGemmShape{pairs, experts_read, h, inter / moe_tp, 3}});
 }
 
 void LayerKernels::head(std::int64_t sampled_tokens, std::vector<KernelDesc>& out) const {
@@ -232,7 +287,7 @@ void LayerKernels::head(std::int64_t sampled_tokens, std::vector<KernelDesc>& ou
   const std::int64_t vocab = model_.vocab_size / tp_;
   gemm("lm_head", weights_.embedding, sampled_tokens, model_.hidden_size, vocab, out);
   out.push_back(KernelDesc{KernelKind::sampler, DType::fp32, 5 * u64(sampled_tokens) * u64(vocab),
-                           4 * u64(sampled_tokens) * u64(vocab), "sampler"});
+                           4 * u64(sampled_tokens) * u64(vocab), "sampler", {}});
 }
 
 std::uint64_t LayerKernels::dispatch_bytes_per_token() const {

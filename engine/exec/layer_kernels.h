@@ -25,11 +25,20 @@ class LayerKernels {
   void attention(const RankBatch& batch, bool shares_indexer, std::vector<hal::KernelDesc>& out) const;
   // One dense layer's FFN over `tokens`.
   void dense_ffn(std::int64_t tokens, std::vector<hal::KernelDesc>& out) const;
-  // One MoE layer's gate and shared expert over `tokens` (the routed part is separate).
+  // One MoE layer's gate and shared expert over `tokens` (the routed part is separate): moe_gate then
+  // shared_expert.
   void moe_gate_and_shared(std::int64_t tokens, std::vector<hal::KernelDesc>& out) const;
+  void moe_gate(std::int64_t tokens, std::vector<hal::KernelDesc>& out) const;
+  void shared_expert(std::int64_t tokens, std::vector<hal::KernelDesc>& out) const;
   // One MoE layer's routed experts on this rank: `expert_tokens` token-expert pairs over `experts_read`
-  // experts (those with a token), whose weights are read.
+  // experts (those with a token), whose weights are read. One fused kernel; or, for single-batch
+  // overlap (whose combine sends each expert's outputs as the down GEMM finishes them), its two
+  // grouped GEMMs apart: gate-up with the activation, then down.
   void routed_experts(std::int64_t expert_tokens, std::int64_t experts_read, std::vector<hal::KernelDesc>& out) const;
+  void routed_experts_gate_up(std::int64_t expert_tokens, std::int64_t experts_read,
+                              std::vector<hal::KernelDesc>& out) const;
+  void routed_experts_down(std::int64_t expert_tokens, std::int64_t experts_read,
+                           std::vector<hal::KernelDesc>& out) const;
   // Attention DP + MoE TP: this GPU's 1/moe_tp of every routed expert (split along the intermediate
   // dimension) over all `pairs` token-expert pairs of the gathered tokens. Each pair's hidden state is
   // read and its partial output written whole; at a split over tens of GPUs that traffic is what
@@ -48,6 +57,14 @@ class LayerKernels {
  private:
   void gemm(const char* name, hal::DType dt, std::int64_t tokens, std::int64_t in, std::int64_t out_dim,
             std::vector<hal::KernelDesc>& out) const;
+  // `heads` GEMMs of [tokens x in] by [in x out_dim], one per head, priced as one [tokens x heads*in] GEMM
+  // by its heads*in x out_dim weights.
+  void batched_gemm(const char* name, hal::DType dt, std::int64_t heads, std::int64_t tokens, std::int64_t in,
+                    std::int64_t out_dim, std::vector<hal::KernelDesc>& out) const;
+  // `parts` of the routed experts' three weight matrices (gate, up, down) as one grouped GEMM whose
+  // pairs read `in` and write `out_dim` activations each.
+  void grouped_gemm(const char* name, std::int64_t parts, std::int64_t expert_tokens, std::int64_t experts_read,
+                    std::int64_t in, std::int64_t out_dim, std::vector<hal::KernelDesc>& out) const;
   // What the attention kernels need of a batch, summed over its spans in one pass.
   struct SpanSums {
     std::int64_t prefill_tokens = 0;
@@ -59,9 +76,16 @@ class LayerKernels {
     std::int64_t decode_keys = 0;      // attended_keys summed
     std::int64_t decode_kv = 0;        // MLA decode: cache entries read (DSA: at most top-k per sequence)
     std::int64_t scored = 0;           // DSA indexer: keys its queries score (every cached one)
+    std::int64_t prefill_seqs = 0;
+    std::int64_t prefill_max_context = 0;
+    std::int64_t decode_seqs = 0;
+    std::int64_t decode_max_context = 0;
     std::int64_t tokens() const { return prefill_tokens + decode_tokens; }
   };
   SpanSums sums_of(const RankBatch& batch) const;
+  // The prefill (decode) spans' attention as one kernel over this rank's heads.
+  hal::AttentionShape prefill_shape(const SpanSums& s, std::int64_t kv_heads, std::int64_t qk_dim, std::int64_t v_dim) const;
+  hal::AttentionShape decode_shape(const SpanSums& s, std::int64_t kv_heads, std::int64_t qk_dim, std::int64_t v_dim) const;
   void mla_attention(const SpanSums& s, bool shares_indexer, std::vector<hal::KernelDesc>& out) const;
   void gqa_attention(const SpanSums& s, std::vector<hal::KernelDesc>& out) const;
   void dsa_indexer(const SpanSums& s, std::vector<hal::KernelDesc>& out) const;

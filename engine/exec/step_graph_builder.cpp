@@ -46,12 +46,12 @@ const StepGraphBuilder::EpRouting& StepGraphBuilder::ep_routing() const {
 }
 
 template <typename Fill>
-const hal::SharedKernels& StepGraphBuilder::kept(KeptKernels& k, std::int64_t first, std::int64_t second,
-                                                 Fill&& fill) const {
-  if (!k.kernels || k.first != first || k.second != second) {
+const hal::SharedKernels& StepGraphBuilder::kept(KeptKernels& k, std::int64_t first, std::int64_t second, Fill&& fill,
+                                                 std::int64_t third) const {
+  if (!k.kernels || k.first != first || k.second != second || k.third != third) {
     auto list = std::make_shared<std::vector<hal::KernelDesc>>();
     fill(*list);
-    k = KeptKernels{first, second, std::move(list)};
+    k = KeptKernels{first, second, third, std::move(list)};
   }
   return k.kernels;
 }
@@ -109,6 +109,7 @@ std::shared_ptr<const hal::Graph> StepGraphBuilder::moe_layer(std::int64_t n, co
   // Under attention DP + MoE TP the experts run on every rank's tokens, gathered.
   const std::int64_t gathered =
       opts_.moe_tp_group ? std::accumulate(tokens_per_rank.begin(), tokens_per_rank.end(), std::int64_t{0}) : n;
+  if (routing != nullptr && opts_.single_batch_overlap) return overlapped_moe_layer(n, attention, *routing, into);
   const auto& gate_and_shared =
       kept(gate_and_shared_, n, 0, [&](auto& out) { kernels_.moe_gate_and_shared(n, out); });
   const hal::SharedKernels* experts = nullptr;
@@ -141,6 +142,34 @@ std::shared_ptr<const hal::Graph> StepGraphBuilder::moe_layer(std::int64_t n, co
   add_list(layer, *experts);
   if (routing != nullptr) layer.add(hal::CollectiveCall{opts_.ep_group, opts_.rank, routing->combine});
   add_collective(layer, moe_scatter_, opts_.moe_tp_group, opts_.rank, gathered);
+  add_all_reduce(layer, moe_all_reduce_, n);
+  return into;
+}
+
+std::shared_ptr<const hal::Graph> StepGraphBuilder::overlapped_moe_layer(std::int64_t n,
+                                                                         const hal::SharedKernels& attention,
+                                                                         const EpRouting& routing,
+                                                                         std::shared_ptr<hal::Graph>& into) const {
+  const std::int64_t pairs = routing.expert_tokens;
+  const std::int64_t hit = routing.slots_hit;
+  hal::Graph& layer = body(into, "moe_layer");
+  layer.reserve(8);  // four kernel lists and at most four collectives
+  add_list(layer, attention);
+  add_all_reduce(layer, attn_all_reduce_, n);
+  add_list(layer, kept(gate_, n, 0, [&](auto& out) { kernels_.moe_gate(n, out); }));
+  layer.add(hal::CollectiveCall{opts_.ep_group, opts_.rank, routing.dispatch});
+  add_list(layer, kept(experts_gate_up_, pairs, hit,
+                       [&](auto& out) { kernels_.routed_experts_gate_up(pairs, hit, out); }));
+  hal::CollectiveCall combine{opts_.ep_group, opts_.rank, routing.combine};
+  combine.beside = kept(
+      beside_combine_, pairs, hit,
+      [&](auto& out) {
+        kernels_.routed_experts_down(pairs, hit, out);
+        kernels_.shared_expert(n, out);
+      },
+      n);
+  combine.beside_sm_fraction = opts_.overlap_sm_fraction;
+  layer.add(std::move(combine));
   add_all_reduce(layer, moe_all_reduce_, n);
   return into;
 }

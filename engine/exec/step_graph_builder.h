@@ -10,7 +10,8 @@
 // the combine then sums the shared expert's TP parts and every slice's routed output. The TP group
 // may be the EP group itself (the prefill worker) or a part of it (attention TP inside a DP rank).
 // Under attention DP + MoE TP every GPU all-gathers the tokens of all ranks, runs its slice of every
-// expert on all of them, and reduce-scatters the outputs back to the GPUs they came from.
+// expert on all of them, and reduce-scatters the outputs back to the GPUs they came from. Under
+// single-batch overlap the combine carries the experts' down GEMM and the shared expert beside it.
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -37,6 +38,11 @@ struct StepGraphOptions {
   // all-gather every DP rank's tokens before the experts and reduce-scatter the outputs back after
   // them; `rank` is this GPU in it. Null: the experts split by tp_group (or spread by ep_group).
   std::shared_ptr<hal::CommGroup> moe_tp_group = nullptr;
+  // Single-batch overlap (SGLang's --enable-single-batch-overlap; with ep_group): the routed experts'
+  // down GEMM and the shared expert run beside the combine, on `overlap_sm_fraction` of the SMs (its
+  // send kernels hold the rest), so the combine's sending hides behind them.
+  bool single_batch_overlap = false;
+  double overlap_sm_fraction = 1.0;
 };
 
 class StepGraphBuilder {
@@ -67,10 +73,11 @@ class StepGraphBuilder {
     const char* name;
     std::shared_ptr<const hal::CollectiveOp> op;
   };
-  // A kernel list kept, and shared by every graph, while the two counts it was made for stay the same.
+  // A kernel list kept, and shared by every graph, while the counts it was made for stay the same.
   struct KeptKernels {
     std::int64_t first = 0;
     std::int64_t second = 0;
+    std::int64_t third = 0;
     hal::SharedKernels kernels;  // null: none yet
   };
   const EpRouting& ep_routing() const;
@@ -78,7 +85,8 @@ class StepGraphBuilder {
   // GPUs that hold its slices.
   std::int64_t experts_hit() const;
   template <typename Fill>
-  const hal::SharedKernels& kept(KeptKernels& k, std::int64_t first, std::int64_t second, Fill&& fill) const;
+  const hal::SharedKernels& kept(KeptKernels& k, std::int64_t first, std::int64_t second, Fill&& fill,
+                                 std::int64_t third = 0) const;
   // The batch's attention kernels, the same in every layer that holds its indexer (or, with
   // `shares_indexer`, in every layer that shares one).
   hal::SharedKernels attention_kernels(const RankBatch& batch, bool shares_indexer) const;
@@ -99,6 +107,11 @@ class StepGraphBuilder {
   std::shared_ptr<const hal::Graph> moe_layer(std::int64_t n, const hal::SharedKernels& attention,
                                               std::span<const std::int64_t> tokens_per_rank,
                                               std::shared_ptr<hal::Graph>& into) const;
+  // The MoE layer under single-batch overlap: gate, dispatch, gate-up GEMM, then the combine with the
+  // down GEMM and the shared expert beside it.
+  std::shared_ptr<const hal::Graph> overlapped_moe_layer(std::int64_t n, const hal::SharedKernels& attention,
+                                                         const EpRouting& routing,
+                                                         std::shared_ptr<hal::Graph>& into) const;
   void add_head(hal::Graph& g, const RankBatch& batch) const;
 
   const LayerKernels& kernels_;
@@ -112,6 +125,8 @@ class StepGraphBuilder {
   mutable KeptCollective moe_gather_{hal::CollectiveKind::all_gather, "moe.all_gather", nullptr};
   mutable KeptCollective moe_scatter_{hal::CollectiveKind::reduce_scatter, "moe.reduce_scatter", nullptr};
   mutable KeptKernels ffn_, gate_and_shared_, experts_, head_;
+  // Under single-batch overlap: the gate, the experts' gate-up GEMM, and the kernels beside the combine.
+  mutable KeptKernels gate_, experts_gate_up_, beside_combine_;
   // Layer bodies; the *_shared_ ones for layers that share the indexer (IndexShare).
   mutable std::shared_ptr<hal::Graph> dense_body_, moe_body_, dense_shared_body_, moe_shared_body_;
   mutable std::size_t attention_size_ = 0;  // the last batch's, to size the next list

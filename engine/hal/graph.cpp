@@ -32,10 +32,15 @@ void Graph::check(const CollectiveCall& call) const {
                                 std::to_string(call.rank) + " is outside group '" + call.group->name() + "' of " +
                                 std::to_string(members) + " members");
   }
+  if (!(call.beside_sm_fraction > 0 && call.beside_sm_fraction <= 1)) {
+    throw std::invalid_argument("graph '" + name_ + "': collective '" + call.op->name + "': the kernels beside it get " +
+                                std::to_string(call.beside_sm_fraction) + " of the SMs, not a share in (0, 1]");
+  }
 }
 
 Graph& Graph::add(const CollectiveCall& call) {
   check(call);
+  if (call.beside) kernels_ += call.beside->size();
   nodes_.emplace_back(call);
   ++collectives_;
   return *this;
@@ -43,6 +48,7 @@ Graph& Graph::add(const CollectiveCall& call) {
 
 Graph& Graph::add(CollectiveCall&& call) {
   check(call);
+  if (call.beside) kernels_ += call.beside->size();
   nodes_.emplace_back(std::move(call));
   ++collectives_;
   return *this;

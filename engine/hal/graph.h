@@ -12,6 +12,11 @@
 
 namespace nvl::hal {
 
+// Kernels run back to back, shared rather than copied: a layer's attention kernels go into every
+// layer body, and a step's gate, expert and head kernels are the same step after step while the token
+// counts are. Immutable; a device may remember what it priced for one list while the list lives.
+using SharedKernels = std::shared_ptr<const std::vector<KernelDesc>>;
+
 // A collective inside a graph: this device takes part as member `rank` of `group`. The op is shared
 // (never null), not copied: a step's calls are the same step after step, and an instantiated graph
 // runs each call of a repeated body more than once.
@@ -24,12 +29,14 @@ struct CollectiveCall {
   std::shared_ptr<CommGroup> group;
   int rank = 0;
   SharedCollectiveOp op;
+  // Kernels run while the collective is in flight, on `beside_sm_fraction` of the stream's SMs (the
+  // communication kernels hold the rest); the graph goes on once both are done. On CUDA: a second
+  // stream joined by events, the kernels launched on fewer SMs (SGLang's single-batch overlap runs
+  // the down GEMM and shared expert beside DeepEP's combine this way). Null: none.
+  SharedKernels beside;
+  double beside_sm_fraction = 1.0;
 };
 
-// Kernels run back to back, shared rather than copied: a layer's attention kernels go into every
-// layer body, and a step's gate, expert and head kernels are the same step after step while the token
-// counts are. Immutable; a device may remember what it priced for one list while the list lives.
-using SharedKernels = std::shared_ptr<const std::vector<KernelDesc>>;
 struct KernelsNode {
   SharedKernels kernels;
 };
@@ -55,7 +62,8 @@ class Graph {
   Graph& add(KernelDesc&& kernel);
   // As adding each of `kernels` in order; a null list throws std::invalid_argument.
   Graph& add(SharedKernels kernels);
-  // A null group or op, or a rank outside the group, throws std::invalid_argument.
+  // A null group or op, a rank outside the group, or a beside_sm_fraction outside (0, 1] throws
+  // std::invalid_argument. Kernels beside the call count in kernel_count().
   Graph& add(const CollectiveCall& call);
   Graph& add(CollectiveCall&& call);
   // `body` run `times` (>= 1) times; bodies do not nest (std::invalid_argument).

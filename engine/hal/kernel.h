@@ -1,10 +1,11 @@
 #pragma once
-// What a kernel launch is to the hardware interface: its kind, dtype and the work it does. A CUDA
-// implementation launches the real kernel; an emulated device prices it from these figures.
+// What a kernel launch is to the hardware interface: its kind, dtype, the work it does and the shape of
+// its operation. A CUDA implementation launches the real kernel; an emulated device prices it from these.
 #include <cstdint>
 #include <string>
 #include <string_view>
 
+#include "engine/hal/kernel_shape.h"
 #include "engine/hal/types.h"
 
 namespace nvl::hal {
@@ -31,6 +32,7 @@ struct KernelDesc {
   std::uint64_t flops = 0;  // floating-point operations (a multiply-add counts 2)
   std::uint64_t bytes = 0;  // bytes read from and written to HBM
   std::string name;         // for the timeline and error messages
+  KernelShape shape;        // none for norms, activations and the sampler
 };
 
 }  // namespace nvl::hal

@@ -82,6 +82,17 @@ NormalWorkerGroup::NormalWorkerGroup(rt::Runtime& rt, const ModelProfile& model,
   if (sm_partitioned() && cfg_.two_batch_overlap) {
     throw std::invalid_argument("normal worker group: SM partitions and two-batch overlap exclude each other");
   }
+  if (cfg_.single_batch_overlap) {
+    if (cfg_.two_batch_overlap) {
+      throw std::invalid_argument("normal worker group: single-batch and two-batch overlap exclude each other");
+    }
+    const int sms = devices.front()->info().sm_count;
+    if (cfg_.sbo_combine_sms < 1 || cfg_.sbo_combine_sms >= sms) {
+      throw std::invalid_argument("normal worker group: sbo_combine_sms " + std::to_string(cfg_.sbo_combine_sms) +
+                                  " must leave the down GEMM some of the " + std::to_string(sms) + " SMs (1 to " +
+                                  std::to_string(sms - 1) + ")");
+    }
+  }
   std::vector<hal::DeviceId> ids;
   for (hal::Device* d : devices) ids.push_back(d->id());
   if (n > 1 && cfg_.expert_parallel) {
@@ -93,8 +104,10 @@ NormalWorkerGroup::NormalWorkerGroup(rt::Runtime& rt, const ModelProfile& model,
     expert_bytes_ = weights_.routed_expert_bytes / static_cast<std::uint64_t>(weights_.expert_slots);
     routed_counts_.assign(static_cast<std::size_t>(model.n_routed_experts), 0);
     seen_counts_.assign(static_cast<std::size_t>(model.n_routed_experts), 0);
-  } else if (cfg_.two_batch_overlap) {
-    throw std::invalid_argument("normal worker group: two-batch overlap needs expert parallelism (two or more GPUs)");
+  } else if (cfg_.two_batch_overlap || cfg_.single_batch_overlap) {
+    throw std::invalid_argument(std::string("normal worker group: ") +
+                                (cfg_.two_batch_overlap ? "two" : "single") +
+                                "-batch overlap needs expert parallelism (two or more GPUs)");
   } else if (cfg_.eplb_interval_steps > 0) {
     throw std::invalid_argument("normal worker group: EPLB rebalancing needs expert parallelism (two or more GPUs)");
   }
@@ -248,6 +261,8 @@ std::uint64_t NormalWorkerGroup::moe_tp_slice_bytes(std::size_t live_ranks) cons
 void NormalWorkerGroup::make_builders(Rank& rank, std::int32_t member) {
   // One builder per stream of each GPU: the step's, the second micro-batch's, the prefill side's; each
   // over its own communicators.
+  const double sms = rank.gpus.front().device->info().sm_count;
+  const double overlap_sm_fraction = cfg_.single_batch_overlap ? (sms - cfg_.sbo_combine_sms) / sms : 1.0;
   const auto builder = [&](const Gpu& g, const std::shared_ptr<hal::CommGroup>& moe, std::shared_ptr<hal::CommGroup> tp,
                            const std::optional<MoeTraffic>& traffic) {
     return std::make_unique<StepGraphBuilder>(kernels_, traffic ? &*traffic : nullptr,
@@ -257,7 +272,9 @@ void NormalWorkerGroup::make_builders(Rank& rank, std::int32_t member) {
                                                                .local_experts = weights_.expert_slots,
                                                                .mtp = cfg_.scheduler.draft_tokens > 0,
                                                                .tp_rank = g.tp_rank,
-                                                               .moe_tp_group = moe_gather_ ? moe : nullptr});
+                                                               .moe_tp_group = moe_gather_ ? moe : nullptr,
+                                                               .single_batch_overlap = cfg_.single_batch_overlap,
+                                                               .overlap_sm_fraction = overlap_sm_fraction});
   };
   for (Gpu& g : rank.gpus) {
     g.builder = builder(g, moe_group_, rank.tp_group, traffic_[lane(StepKind::decode)]);

@@ -66,6 +66,13 @@ struct NormalGroupConfig {
   // (more prefill than decode tokens over the group), and on decode-only steps where every rank that
   // decodes has at least two requests (each micro-batch then reads the expert weights once more).
   bool two_batch_overlap = false;
+  // Single-batch overlap, as SGLang's --enable-single-batch-overlap runs it on Blackwell: in every MoE
+  // layer the combine's send kernels take `sbo_combine_sms` SMs (SGLANG_DEEPEP_LL_COMBINE_SEND_NUM_SMS:
+  // 32 there, 3 on Hopper) and send each expert's outputs as the down GEMM, launched on the other SMs,
+  // finishes them; the shared expert runs beside too. Needs expert parallelism; excludes two-batch
+  // overlap.
+  bool single_batch_overlap = false;
+  int sbo_combine_sms = 32;
   // SM partitions (green contexts): the SM share of each GPU's prefill stream, in (0, 1); decode gets
   // the rest. Decode steps then run every iteration beside the prefill chunks instead of waiting for
   // them in one batch. 0: one batch. Excludes two-batch overlap.

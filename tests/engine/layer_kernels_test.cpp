@@ -54,6 +54,57 @@ TEST(LayerKernels, MatmulFlopsOfAWholeForwardAreTwicePerActiveParameter) {
   }
 }
 
+// Every kernel that is an operation of a known shape carries it, and the shape accounts for its FLOPs:
+// what a measured table is looked up by must be the work the roofline prices.
+TEST(LayerKernels, ShapesCarryTheWorkTheirFlopsCount) {
+  for (const char* name : {"deepseek-v3", "glm-5", "glm-4.5"}) {
+    const ModelProfile m = load(name);
+    const LayerKernels lk(m, 2, WeightDtypes{}, hal::DType::fp8);
+    RankBatch batch;
+    batch.prefills.push_back(PrefillSpan{300, 700, true});
+    batch.prefills.push_back(PrefillSpan{0, 50, true});
+    batch.decodes = {DecodeSpan{4'000, 1}, DecodeSpan{9'000, 1}, DecodeSpan{100, 1}};
+    std::vector<KernelDesc> ks;
+    lk.attention(batch, false, ks);
+    lk.moe_gate_and_shared(batch.tokens(), ks);
+    lk.routed_experts(batch.tokens() * 8, 12, ks);
+    lk.routed_experts_gate_up(batch.tokens() * 8, 12, ks);
+    lk.routed_experts_down(batch.tokens() * 8, 12, ks);
+    lk.routed_expert_slices(batch.tokens() * 8, 4, 12, ks);
+    lk.head(batch.sampled_tokens(), ks);
+    int attention = 0;
+    for (const KernelDesc& k : ks) {
+      const auto u = [](std::int64_t v) { return static_cast<std::uint64_t>(v); };
+      if (const auto* g = std::get_if<hal::GemmShape>(&k.shape)) {
+        EXPECT_EQ(k.flops, 2 * u(g->m) * u(g->n) * u(g->k)) << name << " " << k.name;
+      } else if (const auto* b = std::get_if<hal::BatchedGemmShape>(&k.shape)) {
+        EXPECT_EQ(b->batch, m.num_attention_heads / 2) << k.name;
+        EXPECT_EQ(k.flops, 2 * u(b->batch) * u(b->m) * u(b->n) * u(b->k)) << name << " " << k.name;
+      } else if (const auto* e = std::get_if<hal::GroupedGemmShape>(&k.shape)) {
+        EXPECT_EQ(k.flops, 2 * u(e->matrices) * u(e->pairs) * u(e->hidden) * u(e->inter)) << name << " " << k.name;
+        EXPECT_EQ(e->experts_read, 12);
+      } else if (const auto* a = std::get_if<hal::AttentionShape>(&k.shape)) {
+        ++attention;
+        const bool prefill = k.kind != KernelKind::attn_decode;
+        EXPECT_EQ(a->seqs, prefill ? 2 : 3) << k.name;
+        EXPECT_EQ(a->q_tokens, prefill ? 750 : 3) << k.name;
+        EXPECT_EQ(a->kv_tokens, prefill ? 1'050 : 13'103) << k.name;
+        EXPECT_EQ(a->max_kv, prefill ? 1'000 : 9'001) << k.name;
+        EXPECT_EQ(a->heads, m.num_attention_heads / 2);
+        // QK^T and PV over every attended key of every head (MLA absorbed: the latent's two widths).
+        EXPECT_EQ(k.flops, 2 * u(a->attended_keys) * u(a->heads) * u(a->qk_head_dim + a->v_head_dim)) << name << " " << k.name;
+      } else if (const auto* x = std::get_if<hal::IndexerShape>(&k.shape)) {
+        EXPECT_EQ(x->seqs, 5);
+        EXPECT_EQ(x->topk, m.index_topk);
+        EXPECT_EQ(k.flops, 2 * u(x->scored) * u(x->heads * x->head_dim)) << name;
+      } else {
+        EXPECT_TRUE(k.kind == KernelKind::elementwise || k.kind == KernelKind::sampler) << name << " " << k.name;
+      }
+    }
+    EXPECT_EQ(attention, 2) << name << ": one prefill and one decode attention kernel";
+  }
+}
+
 TEST(LayerKernels, DecodeReadsEachSequencesKvOnce) {
   const ModelProfile m = load("deepseek-v3");
   const LayerKernels lk(m, 1, WeightDtypes{}, hal::DType::fp8);

@@ -11,6 +11,7 @@
 #include "engine/exec/two_batch_split.h"
 #include "engine/model/weight_footprint.h"
 #include "engine/worker/normal_worker_group.h"
+#include "full_batch_decode.h"
 
 namespace nvl::engine {
 namespace {
@@ -105,68 +106,22 @@ TEST(TwoBatchOverlap, OnACommBoundPrefillStepTheFastModeFindsWhatTheExactModeFin
   EXPECT_NEAR(tbo, exact_tbo, 0.03 * exact_tbo);
 }
 
-// Mean decode step of DeepSeek-V3 over `gpus` H100s (8 per node, IB between nodes), EP over all of them,
-// `batch` requests per GPU of `prompt` tokens, over the steps in which every request decodes: from the
-// last first token to the first request's end.
-struct DecodeSteps {
-  double step_ms = 0;
-  WeightFootprint weights;  // per GPU
-};
-DecodeSteps decode_steps(bool tbo, int gpus, std::int64_t batch, std::int64_t prompt, emu::FabricMode mode) {
-  constexpr std::int64_t kBudget = 16'384;
-  constexpr std::int64_t kFullSteps = 8;
-  // Prefill takes about this many steps; the first requests decode during them.
-  const std::int64_t prefill_steps = (batch * prompt + kBudget - 1) / kBudget;
-  rt::VirtualRuntime rt;
-  emu::EmulatedCluster cluster(rt, "h100", "hgx-h100", gpus, gpus / 8, mode);
-  const ModelProfile model = load_model_profile(model_profile_path("deepseek-v3"));
-  NormalGroupConfig cfg;
-  cfg.kv_dtype = hal::DType::bf16;
-  cfg.scheduler.max_running = batch;
-  cfg.scheduler.token_budget = kBudget;
-  cfg.two_batch_overlap = tbo;
-  const std::int64_t everyone = batch * gpus;
-  std::int64_t first = 0;
-  std::uint64_t steps_before = 0, steps_after = 0;
-  rt::Time decode_start, decode_end;
-  std::unique_ptr<NormalWorkerGroup> group;
-  group = std::make_unique<NormalWorkerGroup>(
-      rt, model, cluster.devices(0, gpus), cluster.collectives(), cfg,
-      [&](std::int32_t, const StepOutcome& o) {
-        if (o.first_token && ++first == everyone) {
-          decode_start = rt.now();
-          steps_before = group->steps();
-        }
-        if (o.finished && first == everyone && steps_after == 0) {
-          decode_end = rt.now();
-          steps_after = group->steps();
-        }
-      },
-      [](std::int32_t, RequestId id, const std::string& why) { ADD_FAILURE() << "rejected " << id << ": " << why; });
-  group->start();
-  RequestId id = 1;
-  for (std::int32_t r = 0; r < gpus; ++r) {
-    for (std::int64_t b = 0; b < batch; ++b) {
-      RequestState q;
-      q.id = id++;
-      q.prompt_tokens = prompt;
-      q.max_output_tokens = 3 * prefill_steps + kFullSteps;
-      group->submit(r, std::move(q));
-    }
-  }
-  rt.run();
-  EXPECT_EQ(first, everyone);
-  const auto full_steps = static_cast<double>(steps_after - steps_before);
-  EXPECT_GE(full_steps, kFullSteps);
-  return {(decode_end - decode_start).seconds() * 1e3 / full_steps, group->weights()};
+// Mean decode step of DeepSeek-V3 over `gpus` H100s (8 per node, IB between nodes), EP over all of them.
+test::DecodeSteps decode_steps(bool tbo, int gpus, std::int64_t batch, std::int64_t prompt, emu::FabricMode mode) {
+  return test::decode_steps(test::FullBatchDecode{.gpus = gpus,
+                                                  .units = gpus / 8,
+                                                  .batch = batch,
+                                                  .prompt = prompt,
+                                                  .mode = mode,
+                                                  .configure = [tbo](NormalGroupConfig& c) { c.two_batch_overlap = tbo; }});
 }
 
 TEST(TwoBatchOverlap, DecodeStepsOverlapAndTheFastModeFindsWhatTheExactModeFinds) {
   // EP16 over two nodes, 64 requests per GPU of 500 tokens (a batch whose KV fits beside 16 experts a GPU).
-  const DecodeSteps plain = decode_steps(false, 16, 64, 500, emu::FabricMode::fast);
-  const DecodeSteps tbo = decode_steps(true, 16, 64, 500, emu::FabricMode::fast);
-  const DecodeSteps exact_plain = decode_steps(false, 16, 64, 500, emu::FabricMode::exact);
-  const DecodeSteps exact_tbo = decode_steps(true, 16, 64, 500, emu::FabricMode::exact);
+  const test::DecodeSteps plain = decode_steps(false, 16, 64, 500, emu::FabricMode::fast);
+  const test::DecodeSteps tbo = decode_steps(true, 16, 64, 500, emu::FabricMode::fast);
+  const test::DecodeSteps exact_plain = decode_steps(false, 16, 64, 500, emu::FabricMode::exact);
+  const test::DecodeSteps exact_tbo = decode_steps(true, 16, 64, 500, emu::FabricMode::exact);
   EXPECT_NEAR(plain.step_ms, exact_plain.step_ms, 0.03 * exact_plain.step_ms);
   EXPECT_NEAR(tbo.step_ms, exact_tbo.step_ms, 0.03 * exact_tbo.step_ms);
   // Hand estimate: a decode step is memory-bound, and each micro-batch's kernels read the weights they

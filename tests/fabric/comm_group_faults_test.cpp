@@ -32,7 +32,8 @@ std::vector<std::string> step(rt::Runtime& rt, emu::EmulatedCluster& c, const st
                                 .dtype = hal::DType::fp8,
                                 .flops = 1'000'000'000'000ULL * static_cast<std::uint64_t>(1 + r),
                                 .bytes = 1 << 20,
-                                .name = "gemm"});
+                                .name = "gemm",
+                                .shape = {}});
       graph.add(hal::CollectiveCall{g, r, all_reduce(64 << 20)});
       try {
         s.launch(d.instantiate(graph));

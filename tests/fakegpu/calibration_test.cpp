@@ -55,7 +55,7 @@ TEST(Calibration, MemoryBoundKernelsReachThePlanningFigure) {
   // TensorRT-LLM tech blog 14: memory-bound kernels reach about 80% of HBM bandwidth (B300: 8 TB/s).
   // Tolerance 10% for a 1 GB elementwise pass.
   const DeviceProfile b300 = load_device_profile_named("b300");
-  hal::KernelDesc k{hal::KernelKind::elementwise, hal::DType::bf16, 0, 1'000'000'000, "pass"};
+  hal::KernelDesc k{hal::KernelKind::elementwise, hal::DType::bf16, 0, 1'000'000'000, "pass", {}};
   EXPECT_NEAR(gb_per_s(b300, k), 0.8 * 8000.0, 640.0);
 }
 

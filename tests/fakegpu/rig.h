@@ -35,7 +35,7 @@ struct Rig {
 
 inline hal::KernelDesc kernel(hal::KernelKind kind, hal::DType dtype, std::uint64_t flops, std::uint64_t bytes,
                               std::string name = "k") {
-  return hal::KernelDesc{kind, dtype, flops, bytes, std::move(name)};
+  return hal::KernelDesc{kind, dtype, flops, bytes, std::move(name), {}};
 }
 
 }  // namespace nvl::fakegpu::testing

@@ -88,6 +88,24 @@ TEST(DeploymentCheck, EpOnlyFeaturesOnOneGpuAreNamed) {
   expect_has(with("two_batch_overlap=true"), "deployment.pools[0].two_batch_overlap:");
 }
 
+TEST(DeploymentCheck, SingleBatchOverlapNeedsEpInADecodingPoolAndSmsLeftForTheGemm) {
+  EXPECT_EQ(build_error({kDep + "single_batch_overlap=true", kDep + "sbo_combine_sms=3"}), "");
+  expect_has(load_error({kDep + "ep=1", kDep + "single_batch_overlap=true"}),
+             "deployment.pools[0].single_batch_overlap: single-batch overlap needs an EP group of two or more GPUs");
+  expect_has(load_error({kPrefill + "single_batch_overlap=true"}),
+             "deployment.pools[1].single_batch_overlap: single-batch overlap is modelled in decoding pools only");
+  expect_has(load_error({kDep + "single_batch_overlap=true", kDep + "two_batch_overlap=true"}),
+             "deployment.pools[0].single_batch_overlap: single-batch and two-batch overlap exclude each other");
+  // small-pd.json runs on GB300s, whose profile has 160 SMs.
+  expect_has(load_error({kDep + "single_batch_overlap=true", kDep + "sbo_combine_sms=160"}),
+             "deployment.pools[0].sbo_combine_sms: 160 SMs for the combine leave none of gb300's 160");
+  expect_has(load_error({kDep + "single_batch_overlap=true", kDep + "sbo_combine_sms=0"}),
+             "deployment.pools[0].sbo_combine_sms:");
+  expect_has(load_error({kDep + "sbo_combine_sms=32"}),
+             "deployment.pools[0].sbo_combine_sms: sets single-batch overlap's SMs: set single_batch_overlap true too");
+  expect_has(load_error({kDep + "single_batch_overlap=2"}), "deployment.pools[0].single_batch_overlap:");
+}
+
 TEST(DeploymentCheck, ATpThatDoesNotDivideTheHeadsListsTheValidDegrees) {
   const std::string e = load_error({kPrefill + "tp=3"});
   expect_has(e, "deployment.pools[1].tp: TP3 does not divide DeepSeek-V3's 128 attention heads");
