@@ -16,11 +16,15 @@ struct CalibrationRow {
   double tolerance_pct = 0;
   // When set, the row passes on |emulated - published| <= tolerance_abs instead (e.g. "within 1 request").
   std::optional<double> tolerance_abs;
-  // For a row known to miss: which effect the emulator lacks (printed under the row).
+  // For a row known to miss: which effect the emulator lacks (printed under the row). Such a row is not
+  // expected to pass; `validate` fails on it only with --strict.
   std::string note;
 
   double error_pct() const;
   bool pass() const;
+  bool expected_to_pass() const { return note.empty(); }
+  // Outside its tolerance, as its note says it is.
+  bool known_miss() const { return !pass() && !expected_to_pass(); }
 };
 
 // A row held to a relative tolerance.

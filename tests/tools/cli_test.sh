@@ -17,5 +17,7 @@ check 0 "Usage: nvl72emu" "--help prints usage" --help
 check 2 "not expected: --bogus" "an unknown flag exits 2" --bogus
 check 2 "not expected: frobnicate" "an unknown subcommand exits 2" frobnicate
 check 2 "no calibration row matches" "validate --only with no match exits 2" validate --only no_such_row
+check 0 "2 rows, 2 pass, 0 fail" "validate --only v6 runs V6's rows alone and exits 0" validate --only v6
+check 2 "excludes" "validate --strict with --measured exits 2" validate --strict --measured /no/such.csv
 check 2 "no such file or folder" "trace stats on a missing trace exits 2" trace stats /no/such/trace.jsonl
 exit $fail
