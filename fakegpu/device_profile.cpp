@@ -54,6 +54,17 @@ DeviceProfile load_device_profile(const std::filesystem::path& file) {
   p.graph_launch = ns_of(r.sourced("graph_launch_ns"));
   p.graph_node = ns_of(r.sourced("graph_node_ns"));
   p.throttle_memory_coupling = r.sourced("throttle_memory_coupling", NumberRule::fraction);
+  if (r.has("measured_kernels")) {
+    rt::JsonReader libraries = r.object("measured_kernels");
+    for (const std::string& library : libraries.keys()) {
+      rt::JsonReader tables = libraries.object(library);
+      const auto gemm = file.parent_path() / tables.string("gemm");
+      if (!std::filesystem::exists(gemm)) tables.fail("gemm", "no file " + gemm.string());
+      p.measured_gemm[library] = gemm;
+      tables.finish();
+    }
+    libraries.finish();
+  }
   r.finish();
 
   const auto table = file.parent_path() / ("efficiency_" + p.architecture + ".json");

@@ -6,6 +6,7 @@
 #include <array>
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <string>
 
 #include "emu/rt/time.h"
@@ -36,6 +37,8 @@ struct DeviceProfile {
   // the HBM rate: the HBM clock is not lowered, but the SMs issuing the requests are.
   double throttle_memory_coupling = 0;
   EfficiencyTable efficiency;
+  // Kernel libraries (sglang, trtllm) with measured GEMM timings on this GPU: library -> table file.
+  std::map<std::string, std::filesystem::path> measured_gemm;
 
   double peak(hal::DType d) const { return peak_flops_per_s[static_cast<std::size_t>(d)]; }
   // Whether the device runs `d` on its tensor cores (FP4: Blackwell only); kernels of a dtype

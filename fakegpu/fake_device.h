@@ -73,6 +73,18 @@ class FakeDevice final : public hal::Device {
   // Graphs instantiated from now on run every iteration of their repeated bodies (false: the exact
   // reference mode) or fast-forward them (true, the default).
   void set_fast_forward(bool on) { fast_forward_ = on; }
+  // Kernels priced from now on: CostModel::use_measured_gemm (before any is priced: prices are kept).
+  void use_measured_gemm(std::shared_ptr<const MeasuredGemmTable> gemm) { cost_.use_measured_gemm(std::move(gemm)); }
+  // Kernel time launched so far, as priced alone at nominal clock, and the part of it from measured tables.
+  struct PricedTime {
+    double ns = 0;
+    double measured_ns = 0;
+  };
+  const PricedTime& priced_time() const { return priced_; }
+  void count_priced(double ns, double measured_ns) {
+    priced_.ns += ns;
+    priced_.measured_ns += measured_ns;
+  }
 
   // For the device's streams.
   rt::Runtime& runtime() const { return rt_; }
@@ -103,6 +115,7 @@ class FakeDevice final : public hal::Device {
   hal::DeviceInfo info_;
   std::string source_;
   CostModel cost_;
+  PricedTime priced_;
   bool fast_forward_ = true;
   ComputeEngine compute_;
   std::shared_ptr<AccountedMemory> hbm_;

@@ -31,6 +31,19 @@ void GpuFleet::set_fast_forward(bool on) {
   for (auto& d : devices_) d->set_fast_forward(on);
 }
 
+void GpuFleet::use_kernel_library(const std::string& library) {
+  if (library == "roofline") return;
+  const auto at = profile_->measured_gemm.find(library);
+  if (at == profile_->measured_gemm.end()) {
+    std::string known;
+    for (const auto& [name, file] : profile_->measured_gemm) known += (known.empty() ? "" : ", ") + name;
+    throw std::invalid_argument(profile_->name + " has no measured kernel tables for library '" + library +
+                                "' (it has: " + (known.empty() ? "none" : known) + "; or use roofline)");
+  }
+  const auto gemm = std::make_shared<const MeasuredGemmTable>(MeasuredGemmTable::load(at->second));
+  for (auto& d : devices_) d->use_measured_gemm(gemm);
+}
+
 void GpuFleet::set_transfer_path(TransferPath& path) {
   for (auto& d : devices_) d->set_transfer_path(path);
 }

@@ -4,6 +4,7 @@
 // trays, one host per 8-GPU HGX node). Copies go through a FixedBandwidthPath until the fabric
 // attaches its own. What tests, calibration and (later) the harness assemble devices with.
 #include <memory>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -33,6 +34,10 @@ class GpuFleet {
   void set_transfer_path(TransferPath& path);
   // Every device: FakeDevice::set_fast_forward.
   void set_fast_forward(bool on);
+  // Every device prices its kernels with `library`'s measured tables (the profile's measured_kernels),
+  // or by the roofline alone ("roofline"); before any kernel is priced. A library the profile has no
+  // tables for is std::invalid_argument naming those it has.
+  void use_kernel_library(const std::string& library);
 
  private:
   std::shared_ptr<const DeviceProfile> profile_;

@@ -51,6 +51,7 @@ void GraphLayout::assign(const hal::Graph& graph, const CostModel& model, const 
   for (const hal::GraphNode& node : graph.nodes()) append(node, pricing);
   segments_.back().end_kernel = segments_.back().beside_end = costs_.size();
   calls_.erase(calls_.begin() + static_cast<std::ptrdiff_t>(calls_kept_), calls_.end());
+  sum_compute();
 }
 
 void GraphLayout::append(const hal::GraphNode& node, const Pricing& pricing) {
@@ -148,23 +149,34 @@ void GraphLayout::append_repeat(const hal::RepeatNode& repeat, const Pricing& pr
   segments_[second_end].period_from = first_end;
 }
 
-rt::Duration GraphLayout::compute_time() const {
-  std::vector<double> segment_ns;
-  double ns = 0;
+void GraphLayout::sum_compute() {
+  // Per segment: all of its kernels' time, and the measured ones'.
+  std::vector<std::pair<double, double>>& segment_ns = segment_ns_;
+  segment_ns.clear();
+  compute_ns_ = measured_ns_ = 0;
   for (const Segment& s : segments_) {
-    double here = 0;
-    for (const KernelCost& c : kernels(s)) here += price_ns(c, RunShares{});
-    for (const KernelCost& c : beside(s)) here += price_ns(c, RunShares{});
+    std::pair<double, double> here{0, 0};
+    for (auto part : {kernels(s), beside(s)}) {
+      for (const KernelCost& c : part) {
+        const double ns = price_ns(c, RunShares{});
+        here.first += ns;
+        if (c.measured) here.second += ns;
+      }
+    }
     segment_ns.push_back(here);
-    ns += here;
+    compute_ns_ += here.first;
+    measured_ns_ += here.second;
     if (s.tail_iterations > 0) {
       // The waited periods repeat the kernels of the segments after the period's start up to this one.
-      double period = 0;
-      for (std::size_t i = s.period_from + 1; i < segment_ns.size(); ++i) period += segment_ns[i];
-      ns += static_cast<double>(s.tail_iterations) * period;
+      std::pair<double, double> period{0, 0};
+      for (std::size_t i = s.period_from + 1; i < segment_ns.size(); ++i) {
+        period.first += segment_ns[i].first;
+        period.second += segment_ns[i].second;
+      }
+      compute_ns_ += static_cast<double>(s.tail_iterations) * period.first;
+      measured_ns_ += static_cast<double>(s.tail_iterations) * period.second;
     }
   }
-  return rt::Duration::nanoseconds(std::llround(ns));
 }
 
 }  // namespace nvl::fakegpu

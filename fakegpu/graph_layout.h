@@ -8,8 +8,10 @@
 // exactly and the rest as one wait of (times - 2) periods, the period being the second iteration's
 // length: after its first collective every member is aligned, so the second iteration is what each
 // later one takes. This keeps a 75-layer MoE step at a handful of events per rank.
+#include <cmath>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "engine/hal/graph.h"
@@ -53,8 +55,11 @@ class GraphLayout {
   std::span<const KernelCost> beside(const Segment& s) const {
     return std::span<const KernelCost>(costs_).subspan(s.end_kernel, s.beside_end - s.end_kernel);
   }
-  // Alone on the device at nominal clock, collectives excluded (the kernels beside them included).
-  rt::Duration compute_time() const;
+  // Alone on the device at nominal clock, collectives excluded (the kernels beside them included);
+  // and how much of that is the time of kernels priced from measured tables.
+  rt::Duration compute_time() const { return rt::Duration::nanoseconds(std::llround(compute_ns_)); }
+  double compute_ns() const { return compute_ns_; }
+  double measured_ns() const { return measured_ns_; }
 
  private:
   // What assign() prices with.
@@ -76,6 +81,8 @@ class GraphLayout {
   // (priced from `first_cost` on) and its calls are the first one's (kept from `first_call` on), so
   // they are copied rather than priced or kept again.
   void append_iteration(const hal::Graph& body, std::size_t first_cost, std::size_t first_call);
+  // Sets compute_ns_ and measured_ns_ from the laid-out segments.
+  void sum_compute();
 
   std::string name_;
   std::string launch_name_;
@@ -85,6 +92,9 @@ class GraphLayout {
   // Each collective call of the graph once (a repeated body's calls serve each of its iterations).
   std::vector<hal::CollectiveCall> calls_;
   std::size_t calls_kept_ = 0;
+  double compute_ns_ = 0;
+  double measured_ns_ = 0;
+  std::vector<std::pair<double, double>> segment_ns_;  // sum_compute's, kept for its room
 };
 
 }  // namespace nvl::fakegpu

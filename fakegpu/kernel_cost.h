@@ -9,6 +9,7 @@ struct KernelCost {
   double compute_ns = 0;   // compute-bound time, efficiency curve included
   double memory_ns = 0;    // HBM-bound time, efficiency curve included
   double overhead_ns = 0;  // launch (or graph-node) overhead, not scaled by shares
+  bool measured = false;   // compute and memory time from a measured table (scaled together), not the roofline
 };
 
 // The rates a kernel runs at, as fractions of the whole device: compute (SM share times clock

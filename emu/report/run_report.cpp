@@ -69,6 +69,10 @@ nlohmann::json to_json(const RunReport& r) {
                   {"peak_channel_utilisation", u.peak_channel}};
   }
   j["links"] = links;
+  j["kernels"] = {{"library", r.kernel_library},
+                  {"gpu_s", r.kernel_gpu_s},
+                  {"measured_gpu_s", r.measured_kernel_gpu_s},
+                  {"measured_share", r.measured_kernel_share()}};
   nlohmann::json checks = nlohmann::json::object();
   for (const auto& c : r.checks) checks[c.name] = {{"pass", c.result.pass}, {"detail", c.result.detail}};
   j["checks"] = checks;
@@ -125,6 +129,8 @@ void print_summary(std::ostream& os, const RunReport& r) {
      << kPercent * r.kv_hits.rate(r.kv_hits.remote_tokens) << "%; transferred " << r.kv_transfer_bytes
      << " bytes; Grace over C2C: loaded " << r.kv_hits.grace_load_bytes << " bytes, offloaded "
      << r.kv_hits.grace_offload_bytes << " bytes\n";
+  os << "kernels: " << r.kernel_library << ", " << kPercent * r.measured_kernel_share()
+     << "% of GPU kernel time priced from measured tables, the rest from the roofline\n";
   os << "links (mean / peak utilisation):";
   for (const auto& [cls, u] : r.links) os << ' ' << cls << ' ' << kPercent * u.mean << "% / " << kPercent * u.peak << '%';
   os << "\nchecks:";

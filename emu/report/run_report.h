@@ -72,6 +72,12 @@ struct RunReport {
   std::uint64_t kv_transfer_bytes = 0;
   KvHits kv_hits;
   std::map<std::string, LinkUse> links;  // by link class
+  // How kernels were priced (cluster.kernel_library), and the GPU time launched: all of it, and the part
+  // priced from measured tables (the rest from the roofline). Each kernel alone at nominal clock.
+  std::string kernel_library = "roofline";
+  double kernel_gpu_s = 0;
+  double measured_kernel_gpu_s = 0;
+  double measured_kernel_share() const { return kernel_gpu_s > 0 ? measured_kernel_gpu_s / kernel_gpu_s : 0; }
   std::vector<NamedCheck> checks;
   Timeline timeline;
   nlohmann::json faults = nlohmann::json::array();  // the fault timeline (emu/faults/fault_timeline.h)

@@ -149,6 +149,7 @@ Deployment::Deployment(rt::Runtime& rt, const Scenario& sc, engine::TokenStream 
       rdma_(cluster_.fabric()),
       network_(cluster_.fabric()),
       model_(engine::load_model_profile(engine::model_profile_path(sc.model.profile))) {
+  cluster_.fleet().use_kernel_library(sc.cluster.kernel_library);  // before any kernel is priced
   set_outcome_models(rt, sc, model_, cluster_);
   try {
     system_ = std::make_unique<engine::PdSystem>(rt, model_, cluster_.collectives(), &rdma_,

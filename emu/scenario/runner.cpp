@@ -354,6 +354,12 @@ RunReport run_once(const Scenario& sc, const RunControls& controls, std::vector<
   r.pools = pool_figures(sc.deployment, system);
   r.kv_hits = sampler->kv_hits();
   r.links = sampler->link_use();
+  r.kernel_library = sc.cluster.kernel_library;
+  for (int i = 0; i < deployment.cluster().fleet().size(); ++i) {
+    const auto& priced = deployment.cluster().fleet().device(i).priced_time();
+    r.kernel_gpu_s += priced.ns * 1e-9;
+    r.measured_kernel_gpu_s += priced.measured_ns * 1e-9;
+  }
 
   RunEnd end;
   end.quiescent = quiescent;

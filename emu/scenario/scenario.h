@@ -17,6 +17,9 @@ struct ScenarioCluster {
   std::string gpu_profile = "gb300";
   std::string fabric_profile = "gb300-nvl72";
   std::int64_t units = 1;  // racks or nodes of the fabric profile
+  // How kernels are priced: "roofline", or a kernel library whose measured tables the GPU profile names
+  // (sglang, trtllm), falling back to the roofline where they have no data.
+  std::string kernel_library = "roofline";
 };
 
 struct ScenarioModel {

@@ -13,6 +13,7 @@
 #include "engine/hal/types.h"
 #include "engine/model/model_profile.h"
 #include "fabric/profile_loader.h"
+#include "fakegpu/profile_library.h"
 
 namespace nvl::emu {
 
@@ -26,9 +27,9 @@ constexpr std::int64_t kMaxUnits = 1'024;
 constexpr std::array<std::string_view, 2> kKvTransferPaths = {"rdma", "nvlink"};
 constexpr std::array<std::string_view, 2> kSessionStarts = {"poisson", "recorded"};
 constexpr std::array<std::string_view, 2> kFabricModes = {"fast", "exact"};
-constexpr std::array<std::string_view, 12> kAssertionGroups = {
+constexpr std::array<std::string_view, 13> kAssertionGroups = {
     "sim_time_s", "wall_time_s", "speedup", "gpu_seconds_per_wall_second", "peak_rss_bytes", "requests",
-    "latency_ms", "throughput", "kv", "links", "routing", "benchmark"};
+    "latency_ms", "throughput", "kv", "links", "kernels", "routing", "benchmark"};
 constexpr double kMinTimelineIntervalS = 0.001;  // finer sampling costs more than it shows
 constexpr std::int64_t kMaxTraceBlockTokens = 1 << 20;  // far above any KV block size
 
@@ -212,6 +213,16 @@ Scenario load_scenario(const std::filesystem::path& path, const std::vector<std:
     s.cluster.gpu_profile = opt_string(c, "gpu_profile", s.cluster.gpu_profile);
     s.cluster.fabric_profile = opt_string(c, "fabric_profile", s.cluster.fabric_profile);
     s.cluster.units = opt_int(c, "units", s.cluster.units, 1, kMaxUnits);
+    s.cluster.kernel_library = opt_string(c, "kernel_library", s.cluster.kernel_library);
+    if (s.cluster.kernel_library != "roofline") {
+      const auto tables = fakegpu::load_device_profile_named(s.cluster.gpu_profile).measured_gemm;
+      if (!tables.contains(s.cluster.kernel_library)) {
+        std::string known = "roofline";
+        for (const auto& [library, table] : tables) known += ", " + library;
+        c.fail("kernel_library", "'" + s.cluster.kernel_library + "': " + s.cluster.gpu_profile +
+                                     " has no measured kernel tables for it (expected one of: " + known + ")");
+      }
+    }
     c.finish();
   }
   if (top.has("model")) {

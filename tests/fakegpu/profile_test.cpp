@@ -68,7 +68,9 @@ class BadProfile : public ::testing::Test {
                                         "_" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
     fs::create_directories(dir_);
-    for (const auto& e : fs::directory_iterator(default_profile_dir())) fs::copy_file(e.path(), dir_ / e.path().filename());
+    for (const auto& e : fs::directory_iterator(default_profile_dir())) {
+      if (e.is_regular_file()) fs::copy_file(e.path(), dir_ / e.path().filename());
+    }
   }
   void TearDown() override { fs::remove_all(dir_); }
 
@@ -103,6 +105,13 @@ void expect_mentions(const std::string& message, std::initializer_list<const cha
 TEST_F(BadProfile, UnknownKey) {
   edit("h800.json", [](auto& j) { j["hbm_bandwith"] = j["hbm_bytes_per_s"]; });
   expect_mentions(error_of_loading(), {"h800.json", "hbm_bandwith", "unknown key"});
+}
+
+TEST_F(BadProfile, MeasuredTableThatIsNotThere) {
+  edit("h800.json", [](auto& j) { j["measured_kernels"] = {{"sglang", {{"gemm", "measured/h800/gemm_sglang.csv"}}}}; });
+  expect_mentions(error_of_loading(), {"h800.json", "measured_kernels.sglang.gemm", "no file"});
+  edit("h800.json", [](auto& j) { j["measured_kernels"] = {{"sglang", {{"attention", "x.csv"}}}}; });
+  expect_mentions(error_of_loading(), {"h800.json", "measured_kernels.sglang"});
 }
 
 TEST_F(BadProfile, MissingKey) {

@@ -101,6 +101,19 @@ TEST_F(ScenarioFile, StepOutcomeKeysOutOfRangeAreNamed) {
             std::string::npos);
 }
 
+TEST_F(ScenarioFile, AKernelLibraryTheGpuHasNoTablesForIsNamedWithThoseItHas) {
+  EXPECT_EQ(load_scenario(write(kMinimal), {"cluster.kernel_library=sglang"}).cluster.kernel_library, "sglang");
+  const std::string e = error_of(kMinimal, {"cluster.kernel_library=vllm"});
+  EXPECT_NE(e.find("cluster.kernel_library: 'vllm': gb300 has no measured kernel tables for it (expected one of: "
+                   "roofline, sglang, trtllm)"),
+            std::string::npos)
+      << e;
+  EXPECT_NE(error_of(kMinimal, {"cluster.gpu_profile=h100", "cluster.kernel_library=trtllm"})
+                .find("h100 has no measured kernel tables for it (expected one of: roofline)"),
+            std::string::npos);
+  EXPECT_NE(error_of(kMinimal, {"cluster.kernel_library=3"}).find("cluster.kernel_library"), std::string::npos);
+}
+
 TEST_F(ScenarioFile, AnUnknownKeyIsNamedWithItsPath) {
   const std::string e = error_of(
       R"({"name": "t", "deployment": {"pools": [{"name": "dep", "role": "mixed", "dp": 8, "ep": 8}, {"name": "prefill", "role": "prefill", "tp": 8}], "threshold_token": 4}, "workload": {"source": "gen:codex"}})");

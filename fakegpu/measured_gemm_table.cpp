@@ -1,0 +1,128 @@
+#include "fakegpu/measured_gemm_table.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <fstream>
+#include <string>
+#include <string_view>
+
+#include "emu/rt/errors.h"
+
+namespace nvl::fakegpu {
+
+namespace {
+
+constexpr double kMaxOctaves = 2;
+constexpr std::size_t kNearestSites = 4;
+
+template <typename T>
+bool parse(std::string_view text, T& out) {
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
+  return ec == std::errc() && end == text.data() + text.size();
+}
+
+}  // namespace
+
+MeasuredGemmTable MeasuredGemmTable::load(const std::filesystem::path& file) {
+  std::ifstream in(file);
+  if (!in) throw rt::InputError(file.string(), "", "cannot open the measured GEMM table");
+  MeasuredGemmTable t;
+  t.sites_.resize(hal::kDTypeCount);
+  std::string line;
+  std::size_t number = 0;
+  bool header = false;
+  const auto bad = [&](const std::string& problem) {
+    return rt::InputError(file.string(), "line " + std::to_string(number), problem);
+  };
+  while (std::getline(in, line)) {
+    ++number;
+    if (line.empty() || line.front() == '#') continue;
+    if (!header) {
+      if (line != "dtype,m,n,k,latency_us") throw bad("expected the header dtype,m,n,k,latency_us, got '" + line + "'");
+      header = true;
+      continue;
+    }
+    std::vector<std::string_view> f;
+    for (std::size_t from = 0;;) {
+      const std::size_t comma = line.find(',', from);
+      f.emplace_back(std::string_view(line).substr(from, comma - from));
+      if (comma == std::string::npos) break;
+      from = comma + 1;
+    }
+    if (f.size() != 5) throw bad("expected 5 fields (dtype,m,n,k,latency_us), got " + std::to_string(f.size()));
+    hal::DType dtype{};
+    try {
+      dtype = hal::dtype_from_string(f[0]);
+    } catch (const std::invalid_argument&) {
+      throw bad("'" + std::string(f[0]) + "' is not a dtype (bf16, fp8, fp4, ...)");
+    }
+    std::int64_t m = 0, n = 0, k = 0;
+    double us = 0;
+    if (!parse(f[1], m) || !parse(f[2], n) || !parse(f[3], k) || !parse(f[4], us) || m < 1 || n < 1 || k < 1 ||
+        !(us > 0)) {
+      throw bad("m, n, k must be positive integers and latency_us a positive number");
+    }
+    auto& sites = t.sites_[static_cast<std::size_t>(dtype)];
+    if (sites.empty() || sites.back().n != n || sites.back().k != k) {
+      const bool ascending = sites.empty() || std::pair(sites.back().n, sites.back().k) < std::pair(n, k);
+      if (!ascending) throw bad("rows must be sorted by dtype, n, k, m (as the importer writes them)");
+      sites.push_back(Site{n, k, {}, {}});
+    }
+    Site& s = sites.back();
+    if (!s.m.empty() && s.m.back() >= m) throw bad("m " + std::to_string(m) + " repeats or goes back within its (n, k)");
+    s.m.push_back(m);
+    s.ns.push_back(us * 1e3);
+  }
+  if (!header) throw rt::InputError(file.string(), "", "no header line dtype,m,n,k,latency_us");
+  return t;
+}
+
+bool MeasuredGemmTable::has(hal::DType dtype) const { return !sites_[static_cast<std::size_t>(dtype)].empty(); }
+
+std::size_t MeasuredGemmTable::points() const {
+  std::size_t n = 0;
+  for (const auto& sites : sites_) {
+    for (const Site& s : sites) n += s.m.size();
+  }
+  return n;
+}
+
+double MeasuredGemmTable::curve_ns(const Site& s, std::int64_t m, const Roofline& roofline) const {
+  if (m <= s.m.front()) return s.ns.front();
+  if (m >= s.m.back()) return s.ns.back() * roofline(m, s.n, s.k) / roofline(s.m.back(), s.n, s.k);
+  const auto hi = static_cast<std::size_t>(std::upper_bound(s.m.begin(), s.m.end(), m) - s.m.begin());
+  const double x = static_cast<double>(m - s.m[hi - 1]) / static_cast<double>(s.m[hi] - s.m[hi - 1]);
+  return s.ns[hi - 1] + x * (s.ns[hi] - s.ns[hi - 1]);
+}
+
+std::optional<double> MeasuredGemmTable::time_ns(hal::DType dtype, std::int64_t m, std::int64_t n, std::int64_t k,
+                                                 const Roofline& roofline) const {
+  const auto& sites = sites_[static_cast<std::size_t>(dtype)];
+  const auto at = std::lower_bound(sites.begin(), sites.end(), std::pair(n, k),
+                                   [](const Site& s, const std::pair<std::int64_t, std::int64_t>& key) {
+                                     return std::pair(s.n, s.k) < key;
+                                   });
+  if (at != sites.end() && at->n == n && at->k == k) return curve_ns(*at, m, roofline);
+  // Off the sites: the nearest sites' utilisation at this m.
+  std::vector<std::pair<double, const Site*>> near;
+  for (const Site& s : sites) {
+    const double d = std::hypot(std::log2(static_cast<double>(n) / static_cast<double>(s.n)),
+                                std::log2(static_cast<double>(k) / static_cast<double>(s.k)));
+    if (d <= kMaxOctaves) near.emplace_back(d, &s);
+  }
+  if (near.empty()) return std::nullopt;
+  const std::size_t keep = std::min(near.size(), kNearestSites);
+  std::partial_sort(near.begin(), near.begin() + static_cast<std::ptrdiff_t>(keep), near.end(),
+                    [](const auto& a, const auto& b) { return a.first < b.first; });
+  double weights = 0, utilisation = 0;
+  for (std::size_t i = 0; i < keep; ++i) {
+    const auto [d, s] = near[i];
+    const double w = 1.0 / (d * d);
+    weights += w;
+    utilisation += w * roofline(m, s->n, s->k) / curve_ns(*s, m, roofline);
+  }
+  return roofline(m, n, k) / (utilisation / weights);
+}
+
+}  // namespace nvl::fakegpu
