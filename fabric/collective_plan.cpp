@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <bit>
+#include <utility>
+#include <vector>
 
 namespace nvl::fabric {
 
@@ -30,6 +32,7 @@ class Planner {
 
   void flow(int src, int dst, double bytes, double efficiency) {
     if (bytes <= 0 || src == dst) return;
+    efficiency_ = efficiency;
     const int first = static_cast<int>(plan_.channels.size());
     const rt::Duration latency = fabric_.append_gpu_route(members_[static_cast<std::size_t>(src)],
                                                           members_[static_cast<std::size_t>(dst)], plan_.channels);
@@ -67,6 +70,7 @@ class Planner {
   // NVLS: traffic between a member and the switch, on its NVLink channel up (to_switch) or down.
   void switch_flow(int rank, bool to_switch, double bytes, double efficiency) {
     if (bytes <= 0) return;
+    efficiency_ = efficiency;
     const GpuPorts& g = fabric_.topology().gpu(members_[static_cast<std::size_t>(rank)]);
     const int ch = to_switch ? g.nvl_up : g.nvl_down;
     if (fabric_.flows().capacity(ch) <= 0) throw fabric_.error_for_channel(ch, "nvls", members_[static_cast<std::size_t>(rank)]);
@@ -77,8 +81,45 @@ class Planner {
   }
   void finish(const char* algorithm, rt::Duration overhead, rt::Duration sync) {
     plan_.algorithm = algorithm;
+    plan_.measured = false;
     plan_.overhead = overhead;
     plan_.sync_latency = sync + max_latency_;
+  }
+  // Makes the finished plan take `measured` on idle, healthy links, keeping its flows' routes: the time
+  // beyond the measured latency floor goes to moving the data (the flows' wire bytes scaled to fill it,
+  // never faster than the links' rate), the rest to the fixed overhead. Under other traffic only the
+  // data part stretches. On idle links the call ends at overhead + the busiest channel's time + the
+  // longest flow latency, or at overhead + sync latency if that is later.
+  void fit_to(const MeasuredCollectiveTime& measured) {
+    // Each channel's load: (channel, wire bytes) of every flow's hops, summed per channel after sorting.
+    std::vector<std::pair<int, double>> hops;
+    for (const PlannedFlow& f : plan_.flows) {
+      for (int ch : plan_.route(f)) hops.emplace_back(ch, f.wire_bytes);
+    }
+    std::sort(hops.begin(), hops.end());
+    double busiest_s = 0;
+    for (std::size_t i = 0; i < hops.size();) {
+      double bytes = 0;
+      const int ch = hops[i].first;
+      for (; i < hops.size() && hops[i].first == ch; ++i) bytes += hops[i].second;
+      busiest_s = std::max(busiest_s, bytes / fabric_.nominal_capacity(ch));
+    }
+    double scale = 1;
+    if (busiest_s > 0) {
+      // The plan's flows at the links' full rate are its wire bytes times its efficiency (one for all).
+      const double full_rate = efficiency_;
+      const double data_ns = std::max(measured.ns - measured.latency_ns, 0.0);
+      scale = std::max(data_ns / (busiest_s * 1e9), full_rate);
+      for (PlannedFlow& f : plan_.flows) f.wire_bytes *= scale;
+    }
+    rt::Duration flow_latency;
+    for (const PlannedFlow& f : plan_.flows) flow_latency = std::max(flow_latency, f.latency);
+    const double end_ns = std::max(busiest_s * scale * 1e9 + static_cast<double>(flow_latency.ns()),
+                                   static_cast<double>(max_latency_.ns()));
+    const double fixed_ns = measured.ns - end_ns;
+    plan_.overhead = rt::ns(static_cast<std::int64_t>(std::max(fixed_ns, 0.0)));
+    plan_.sync_latency = max_latency_;
+    plan_.measured = true;
   }
 
  private:
@@ -95,6 +136,7 @@ class Planner {
   const std::vector<hal::DeviceId>& members_;
   CollectivePlan& plan_;
   rt::Duration max_latency_;
+  double efficiency_ = 1;  // the plan's kernel's: its flows' wire bytes are their bytes over it
 };
 
 bool one_domain(const Fabric& f, const std::vector<hal::DeviceId>& m) {
@@ -136,7 +178,8 @@ void plan_collective(const Fabric& fabric, const std::vector<hal::DeviceId>& mem
           p.flow(r, (r - 1) / 2, s, cp.tree.efficiency);
           p.flow((r - 1) / 2, r, s, cp.tree.efficiency);
         }
-        return p.finish("tree", cp.tree.launch + cp.tree.per_step * (2 * ceil_log2(n)), rt::Duration());
+        p.finish("tree", cp.tree.launch + cp.tree.per_step * (2 * ceil_log2(n)), rt::Duration());
+        break;
       }
       if (nvls) {
         // Reduce-scatter through the switch (every member sends all, gets its reduced share back),
@@ -145,27 +188,33 @@ void plan_collective(const Fabric& fabric, const std::vector<hal::DeviceId>& mem
           p.switch_flow(r, true, s * (1 + 1 / dn), cp.nvls.efficiency);
           p.switch_flow(r, false, s * (1 + 1 / dn), cp.nvls.efficiency);
         }
-        return p.finish("nvls", cp.nvls.launch + cp.nvls.per_step * 2, rt::Duration());
+        p.finish("nvls", cp.nvls.launch + cp.nvls.per_step * 2, rt::Duration());
+        break;
       }
-      return ring(2 * (dn - 1) / dn * s, 2 * (n - 1), "ring");
+      ring(2 * (dn - 1) / dn * s, 2 * (n - 1), "ring");
+      break;
     case hal::CollectiveKind::all_gather:
       if (nvls) {
         for (int r = 0; r < n; ++r) {
           p.switch_flow(r, true, s / dn, cp.nvls.efficiency);
           p.switch_flow(r, false, s * (dn - 1) / dn, cp.nvls.efficiency);
         }
-        return p.finish("nvls", cp.nvls.launch + cp.nvls.per_step, rt::Duration());
+        p.finish("nvls", cp.nvls.launch + cp.nvls.per_step, rt::Duration());
+        break;
       }
-      return ring((dn - 1) / dn * s, n - 1, "ring");
+      ring((dn - 1) / dn * s, n - 1, "ring");
+      break;
     case hal::CollectiveKind::reduce_scatter:
       if (nvls) {
         for (int r = 0; r < n; ++r) {
           p.switch_flow(r, true, s, cp.nvls.efficiency);
           p.switch_flow(r, false, s / dn, cp.nvls.efficiency);
         }
-        return p.finish("nvls", cp.nvls.launch + cp.nvls.per_step, rt::Duration());
+        p.finish("nvls", cp.nvls.launch + cp.nvls.per_step, rt::Duration());
+        break;
       }
-      return ring((dn - 1) / dn * s, n - 1, "ring");
+      ring((dn - 1) / dn * s, n - 1, "ring");
+      break;
     case hal::CollectiveKind::broadcast:
       for (int k = 0; k + 1 < n; ++k) p.flow((op.root + k) % n, (op.root + k + 1) % n, s, cp.ring.efficiency);
       return p.finish("chain", cp.ring.launch + cp.ring.per_step * (n - 1), rt::Duration());
@@ -176,7 +225,10 @@ void plan_collective(const Fabric& fabric, const std::vector<hal::DeviceId>& mem
       }
       return p.finish("direct", cp.ring.launch, rt::Duration());
   }
-  return p.finish("none", rt::Duration(), rt::Duration());
+  // All-reduce, all-gather, reduce-scatter: timed as measured where the profile has the table.
+  if (cp.measured_nccl) {
+    if (const auto measured = cp.measured_nccl->time(op.kind, n, op.bytes)) p.fit_to(*measured);
+  }
 }
 
 }  // namespace nvl::fabric

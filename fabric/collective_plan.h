@@ -24,6 +24,7 @@ struct PlannedFlow {
 
 struct CollectivePlan {
   std::string algorithm;  // "one-sided", "ring", "tree", "nvls", "chain", "direct"
+  bool measured = false;  // its idle time is the profile's measured one (fabric/measured_nccl_table.h)
   rt::Duration overhead;  // launch and setup before data moves
   // No member completes before overhead + sync_latency: the flags or barrier that every member waits for,
   // overlapping the data.

@@ -2,9 +2,11 @@
 // The shapes and calibrated numbers of the fabric, as loaded from fabric/profiles/*.json. Bandwidths are
 // per direction; every number's source is in the profile file.
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "emu/rt/time.h"
+#include "fabric/measured_nccl_table.h"
 
 namespace nvl::fabric {
 
@@ -40,6 +42,9 @@ struct CollectiveProfile {
   // NVLink SHARP, else ring (what NCCL's tuner picks on these systems).
   std::uint64_t tree_max_bytes = 0;
   bool nvls_available = false;
+  // When the profile names one: the uncontended times of all-reduce, all-gather and reduce-scatter come
+  // from measurement; the kernels above keep choosing the algorithm, hence the links the data crosses.
+  std::shared_ptr<const MeasuredNcclTable> measured_nccl;
 };
 
 // One rack or node: `units` of them make a cluster. A unit has trays; a tray has GPUs, hosts (Grace or

@@ -1,6 +1,7 @@
 #include "fabric/profile_loader.h"
 
 #include <cstdlib>
+#include <filesystem>
 
 #include "emu/rt/errors.h"
 #include "emu/rt/json_reader.h"
@@ -41,7 +42,8 @@ CollectiveKernel read_kernel(JsonReader r) {
   return k;
 }
 
-CollectiveProfile read_collectives(JsonReader r) {
+// The measured table's file is named relative to the profile's.
+CollectiveProfile read_collectives(JsonReader r, const std::string& profile_file) {
   CollectiveProfile c;
   c.a2a_plain = read_a2a(r.object("a2a_plain"));
   c.a2a_dispatch = read_a2a(r.object("a2a_dispatch"));
@@ -51,6 +53,13 @@ CollectiveProfile read_collectives(JsonReader r) {
   c.nvls = read_kernel(r.object("nvls"));
   c.tree_max_bytes = static_cast<std::uint64_t>(r.sourced("tree_max_bytes"));
   c.nvls_available = r.boolean("nvls_available");
+  if (r.has("measured_nccl")) {
+    JsonReader m = r.object("measured_nccl");
+    const std::filesystem::path file = std::filesystem::path(profile_file).parent_path() / m.string("file");
+    m.string("source");
+    m.finish();
+    c.measured_nccl = std::make_shared<const MeasuredNcclTable>(MeasuredNcclTable::load(file));
+  }
   r.finish();
   return c;
 }
@@ -120,7 +129,7 @@ NodeProfile load_node_profile(const std::string& file) {
     p.message_overhead = m.sourced_ns("overhead_ns");
     m.finish();
   }
-  p.collectives = read_collectives(r.object("collectives"));
+  p.collectives = read_collectives(r.object("collectives"), file);
   r.finish();
   return p;
 }

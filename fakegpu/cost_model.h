@@ -4,18 +4,20 @@
 //                      (bytes + half_bytes) / (hbm_bw * eff_memory(kind)))
 // which is the roofline with the saturating efficiency curve of efficiency_table.h. Rates are
 // folded into ns-per-unit factors at construction so that pricing is a few multiply-adds.
-// With a kernel library's measured GEMM table in use, a GEMM of a dtype the table holds costs what the
-// table says for its shape (MeasuredGemmTable), its compute and memory parts scaled together to that
-// time so that SM shares and throttles still apply as they would to the roofline's.
+// With a kernel library's measured tables in use, a GEMM of a dtype the GEMM table holds, and an MLA
+// decode attention of a KV dtype and head count the MLA table holds, cost what the table says for their
+// shape (MeasuredGemmTable, MeasuredMlaDecodeTable), their compute and memory parts scaled together to
+// that time so that SM shares and throttles still apply as they would to the roofline's.
 #include <array>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "emu/rt/time.h"
 #include "engine/hal/kernel.h"
 #include "fakegpu/device_profile.h"
 #include "fakegpu/kernel_cost.h"
-#include "fakegpu/measured_gemm_table.h"
+#include "fakegpu/measured_kernels.h"
 
 namespace nvl::fakegpu {
 
@@ -27,8 +29,8 @@ class CostModel {
   KernelCost cost(const hal::KernelDesc& k, rt::Duration overhead) const;
   // A kernel launched on its own, with the whole device at nominal clock.
   rt::Duration kernel_time(const hal::KernelDesc& k) const;
-  // From now on GEMMs are priced from `gemm` where it holds their dtype (null: the roofline only).
-  void use_measured_gemm(std::shared_ptr<const MeasuredGemmTable> gemm) { gemm_ = std::move(gemm); }
+  // From now on kernels are priced from `tables` where they hold their shape (empty: the roofline only).
+  void use_measured_kernels(const MeasuredKernels& tables) { measured_ = tables; }
 
  private:
   struct ComputeRate {
@@ -40,13 +42,19 @@ class CostModel {
     double half_bytes = 0;
   };
 
-  // The roofline of a GEMM at the device's peak rates, without efficiencies: what measured utilisation is of.
+  // The measured time of a kernel the tables hold, else none.
+  std::optional<double> measured_ns(const hal::KernelDesc& k) const;
+  // Rooflines at the device's peak rates, without efficiencies: what measured utilisation is of.
   double gemm_roofline_ns(hal::DType dtype, std::int64_t m, std::int64_t n, std::int64_t k) const;
+  // `batch` sequences of `queries` queries each attending `kv_len` keys of the latent KV (DeepSeek-V3's
+  // MLA geometry, as the measured table's) with `heads` heads.
+  double mla_decode_roofline_ns(hal::DType kv_dtype, std::int64_t heads, double batch, double queries,
+                                double kv_len) const;
 
   hal::DeviceId device_;
   std::array<double, hal::kDTypeCount> peak_flops_per_s_{};
   double hbm_bytes_per_s_ = 0;
-  std::shared_ptr<const MeasuredGemmTable> gemm_;
+  MeasuredKernels measured_;
   std::string device_name_;
   rt::Duration kernel_launch_;
   std::array<std::array<ComputeRate, hal::kDTypeCount>, hal::kKernelKindCount> compute_{};

@@ -58,9 +58,12 @@ DeviceProfile load_device_profile(const std::filesystem::path& file) {
     rt::JsonReader libraries = r.object("measured_kernels");
     for (const std::string& library : libraries.keys()) {
       rt::JsonReader tables = libraries.object(library);
-      const auto gemm = file.parent_path() / tables.string("gemm");
-      if (!std::filesystem::exists(gemm)) tables.fail("gemm", "no file " + gemm.string());
-      p.measured_gemm[library] = gemm;
+      MeasuredKernelFiles& files = p.measured_kernels[library];
+      for (auto [key, path] : {std::pair{"gemm", &files.gemm}, std::pair{"mla_decode", &files.mla_decode}}) {
+        if (!tables.has(key)) continue;
+        *path = file.parent_path() / tables.string(key);
+        if (!std::filesystem::exists(*path)) tables.fail(key, "no file " + path->string());
+      }
       tables.finish();
     }
     libraries.finish();
@@ -78,6 +81,12 @@ DeviceProfile load_device_profile(const std::filesystem::path& file) {
                              p.efficiency.architecture + "\"");
   }
   return p;
+}
+
+std::string DeviceProfile::kernel_libraries() const {
+  std::string names = "roofline";
+  for (const auto& [library, files] : measured_kernels) names += ", " + library;
+  return names;
 }
 
 }  // namespace nvl::fakegpu

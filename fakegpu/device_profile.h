@@ -12,6 +12,7 @@
 #include "emu/rt/time.h"
 #include "engine/hal/device_info.h"
 #include "fakegpu/efficiency_table.h"
+#include "fakegpu/measured_kernels.h"
 
 namespace nvl::fakegpu {
 
@@ -37,13 +38,15 @@ struct DeviceProfile {
   // the HBM rate: the HBM clock is not lowered, but the SMs issuing the requests are.
   double throttle_memory_coupling = 0;
   EfficiencyTable efficiency;
-  // Kernel libraries (sglang, trtllm) with measured GEMM timings on this GPU: library -> table file.
-  std::map<std::string, std::filesystem::path> measured_gemm;
+  // Kernel libraries (sglang, trtllm) with measured timings on this GPU: library -> its table files.
+  std::map<std::string, MeasuredKernelFiles> measured_kernels;
 
   double peak(hal::DType d) const { return peak_flops_per_s[static_cast<std::size_t>(d)]; }
   // Whether the device runs `d` on its tensor cores (FP4: Blackwell only); kernels of a dtype
   // without a peak cannot be priced (CostModel throws).
   bool has_peak(hal::DType d) const { return peak(d) > 0; }
+  // "roofline" and the libraries of measured_kernels, for messages that list the choices.
+  std::string kernel_libraries() const;
 };
 
 // Reads the device file and the efficiency_<architecture>.json beside it.

@@ -73,8 +73,8 @@ class FakeDevice final : public hal::Device {
   // Graphs instantiated from now on run every iteration of their repeated bodies (false: the exact
   // reference mode) or fast-forward them (true, the default).
   void set_fast_forward(bool on) { fast_forward_ = on; }
-  // Kernels priced from now on: CostModel::use_measured_gemm (before any is priced: prices are kept).
-  void use_measured_gemm(std::shared_ptr<const MeasuredGemmTable> gemm) { cost_.use_measured_gemm(std::move(gemm)); }
+  // Kernels priced from now on: CostModel::use_measured_kernels (before any is priced: prices are kept).
+  void use_measured_kernels(const MeasuredKernels& tables) { cost_.use_measured_kernels(tables); }
   // Kernel time launched so far, as priced alone at nominal clock, and the part of it from measured tables.
   struct PricedTime {
     double ns = 0;

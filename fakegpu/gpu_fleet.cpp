@@ -33,15 +33,13 @@ void GpuFleet::set_fast_forward(bool on) {
 
 void GpuFleet::use_kernel_library(const std::string& library) {
   if (library == "roofline") return;
-  const auto at = profile_->measured_gemm.find(library);
-  if (at == profile_->measured_gemm.end()) {
-    std::string known;
-    for (const auto& [name, file] : profile_->measured_gemm) known += (known.empty() ? "" : ", ") + name;
+  const auto at = profile_->measured_kernels.find(library);
+  if (at == profile_->measured_kernels.end()) {
     throw std::invalid_argument(profile_->name + " has no measured kernel tables for library '" + library +
-                                "' (it has: " + (known.empty() ? "none" : known) + "; or use roofline)");
+                                "' (expected one of: " + profile_->kernel_libraries() + ")");
   }
-  const auto gemm = std::make_shared<const MeasuredGemmTable>(MeasuredGemmTable::load(at->second));
-  for (auto& d : devices_) d->use_measured_gemm(gemm);
+  const MeasuredKernels tables = MeasuredKernels::load(at->second);
+  for (auto& d : devices_) d->use_measured_kernels(tables);
 }
 
 void GpuFleet::set_transfer_path(TransferPath& path) {

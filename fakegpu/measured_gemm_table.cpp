@@ -1,13 +1,12 @@
 #include "fakegpu/measured_gemm_table.h"
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
-#include <fstream>
 #include <string>
 #include <string_view>
 
-#include "emu/rt/errors.h"
+#include "emu/rt/measured_csv_reader.h"
+#include "fakegpu/measured_dtype.h"
 
 namespace nvl::fakegpu {
 
@@ -16,65 +15,33 @@ namespace {
 constexpr double kMaxOctaves = 2;
 constexpr std::size_t kNearestSites = 4;
 
-template <typename T>
-bool parse(std::string_view text, T& out) {
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
-  return ec == std::errc() && end == text.data() + text.size();
-}
-
 }  // namespace
 
 MeasuredGemmTable MeasuredGemmTable::load(const std::filesystem::path& file) {
-  std::ifstream in(file);
-  if (!in) throw rt::InputError(file.string(), "", "cannot open the measured GEMM table");
+  using Reader = rt::MeasuredCsvReader;
+  Reader in(file, "the measured GEMM table", "dtype,m,n,k,latency_us");
   MeasuredGemmTable t;
   t.sites_.resize(hal::kDTypeCount);
-  std::string line;
-  std::size_t number = 0;
-  bool header = false;
-  const auto bad = [&](const std::string& problem) {
-    return rt::InputError(file.string(), "line " + std::to_string(number), problem);
-  };
-  while (std::getline(in, line)) {
-    ++number;
-    if (line.empty() || line.front() == '#') continue;
-    if (!header) {
-      if (line != "dtype,m,n,k,latency_us") throw bad("expected the header dtype,m,n,k,latency_us, got '" + line + "'");
-      header = true;
-      continue;
-    }
-    std::vector<std::string_view> f;
-    for (std::size_t from = 0;;) {
-      const std::size_t comma = line.find(',', from);
-      f.emplace_back(std::string_view(line).substr(from, comma - from));
-      if (comma == std::string::npos) break;
-      from = comma + 1;
-    }
-    if (f.size() != 5) throw bad("expected 5 fields (dtype,m,n,k,latency_us), got " + std::to_string(f.size()));
-    hal::DType dtype{};
-    try {
-      dtype = hal::dtype_from_string(f[0]);
-    } catch (const std::invalid_argument&) {
-      throw bad("'" + std::string(f[0]) + "' is not a dtype (bf16, fp8, fp4, ...)");
-    }
+  std::vector<std::string_view> f;
+  while (in.next(f)) {
+    const hal::DType dtype = measured_dtype(in, f[0]);
     std::int64_t m = 0, n = 0, k = 0;
     double us = 0;
-    if (!parse(f[1], m) || !parse(f[2], n) || !parse(f[3], k) || !parse(f[4], us) || m < 1 || n < 1 || k < 1 ||
-        !(us > 0)) {
-      throw bad("m, n, k must be positive integers and latency_us a positive number");
+    if (!Reader::parse(f[1], m) || !Reader::parse(f[2], n) || !Reader::parse(f[3], k) || !Reader::parse(f[4], us) ||
+        m < 1 || n < 1 || k < 1 || !(us > 0)) {
+      throw in.error("m, n, k must be positive integers and latency_us a positive number");
     }
     auto& sites = t.sites_[static_cast<std::size_t>(dtype)];
     if (sites.empty() || sites.back().n != n || sites.back().k != k) {
       const bool ascending = sites.empty() || std::pair(sites.back().n, sites.back().k) < std::pair(n, k);
-      if (!ascending) throw bad("rows must be sorted by dtype, n, k, m (as the importer writes them)");
+      if (!ascending) throw in.error("rows must be sorted by dtype, n, k, m (as the importer writes them)");
       sites.push_back(Site{n, k, {}, {}});
     }
     Site& s = sites.back();
-    if (!s.m.empty() && s.m.back() >= m) throw bad("m " + std::to_string(m) + " repeats or goes back within its (n, k)");
+    if (!s.m.empty() && s.m.back() >= m) throw in.error("m " + std::to_string(m) + " repeats or goes back within its (n, k)");
     s.m.push_back(m);
     s.ns.push_back(us * 1e3);
   }
-  if (!header) throw rt::InputError(file.string(), "", "no header line dtype,m,n,k,latency_us");
   return t;
 }
 

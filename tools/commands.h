@@ -11,5 +11,6 @@ void register_trace_command(CommandRegistry& registry);
 void register_run_command(CommandRegistry& registry);
 void register_sweep_command(CommandRegistry& registry);
 void register_serve_command(CommandRegistry& registry);
+void register_collective_test_command(CommandRegistry& registry);
 
 }  // namespace nvl::tools

@@ -215,12 +215,11 @@ Scenario load_scenario(const std::filesystem::path& path, const std::vector<std:
     s.cluster.units = opt_int(c, "units", s.cluster.units, 1, kMaxUnits);
     s.cluster.kernel_library = opt_string(c, "kernel_library", s.cluster.kernel_library);
     if (s.cluster.kernel_library != "roofline") {
-      const auto tables = fakegpu::load_device_profile_named(s.cluster.gpu_profile).measured_gemm;
-      if (!tables.contains(s.cluster.kernel_library)) {
-        std::string known = "roofline";
-        for (const auto& [library, table] : tables) known += ", " + library;
+      const fakegpu::DeviceProfile gpu = fakegpu::load_device_profile_named(s.cluster.gpu_profile);
+      if (!gpu.measured_kernels.contains(s.cluster.kernel_library)) {
         c.fail("kernel_library", "'" + s.cluster.kernel_library + "': " + s.cluster.gpu_profile +
-                                     " has no measured kernel tables for it (expected one of: " + known + ")");
+                                     " has no measured kernel tables for it (expected one of: " +
+                                     gpu.kernel_libraries() + ")");
       }
     }
     c.finish();

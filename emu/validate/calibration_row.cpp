@@ -9,10 +9,13 @@ double CalibrationRow::error_pct() const {
   return (emulated - published) / published * 100.0;
 }
 
-CalibrationRow row(std::string id, std::string name, std::string unit, std::string source, double published,
-                   double emulated, double tolerance_pct) {
+const char* to_string(RowBasis basis) { return basis == RowBasis::calibrated ? "calibrated" : "independent"; }
+
+CalibrationRow row(std::string id, RowBasis basis, std::string name, std::string unit, std::string source,
+                   double published, double emulated, double tolerance_pct) {
   CalibrationRow r;
   r.id = std::move(id);
+  r.basis = basis;
   r.name = std::move(name);
   r.unit = std::move(unit);
   r.source = std::move(source);

@@ -6,11 +6,18 @@
 
 namespace nvl::emu {
 
+// What a row can show. calibrated: a constant of the emulator was set from this very figure, so the row
+// checks data entry, not accuracy. independent: no constant was set from it; the row tests the model.
+enum class RowBasis { calibrated, independent };
+
+const char* to_string(RowBasis basis);
+
 struct CalibrationRow {
   std::string id;      // stable, e.g. "gemm_fp8_h800"
   std::string name;    // what is compared, in words
   std::string unit;    // e.g. "TFLOPS", "us", "GB"
   std::string source;  // where the published figure comes from (REFERENCE.md section and origin)
+  RowBasis basis = RowBasis::calibrated;
   double published = 0;
   double emulated = 0;
   double tolerance_pct = 0;
@@ -28,7 +35,7 @@ struct CalibrationRow {
 };
 
 // A row held to a relative tolerance.
-CalibrationRow row(std::string id, std::string name, std::string unit, std::string source, double published,
-                   double emulated, double tolerance_pct);
+CalibrationRow row(std::string id, RowBasis basis, std::string name, std::string unit, std::string source,
+                   double published, double emulated, double tolerance_pct);
 
 }  // namespace nvl::emu

@@ -49,17 +49,19 @@ CalibrationSuite default_calibration_suite() {
 
 void print_table(std::ostream& out, const std::vector<CalibrationRow>& rows) {
   char line[512];
-  std::snprintf(line, sizeof line, "%-36s %-10s %12s %12s %9s %9s  %s\n", "id", "unit", "published", "emulated",
-                "error %", "tol %", "result");
+  std::snprintf(line, sizeof line, "%-36s %-11s %-10s %12s %12s %9s %9s  %s\n", "id", "basis", "unit", "published",
+                "emulated", "error %", "tol %", "result");
   out << line;
   int failed = 0;
   int known = 0;
+  int independent = 0;
   for (const auto& r : rows) {
     const double tol = r.tolerance_abs ? *r.tolerance_abs / std::fabs(r.published) * 100.0 : r.tolerance_pct;
-    std::snprintf(line, sizeof line, "%-36s %-10s %12.4g %12.4g %+9.2f %9.2f  %s\n", r.id.c_str(), r.unit.c_str(),
-                  r.published, r.emulated, r.error_pct(), tol, r.pass() ? "pass" : r.known_miss() ? "known miss" : "FAIL");
+    std::snprintf(line, sizeof line, "%-36s %-11s %-10s %12.4g %12.4g %+9.2f %9.2f  %s\n", r.id.c_str(),
+                  to_string(r.basis), r.unit.c_str(), r.published, r.emulated, r.error_pct(), tol, r.pass() ? "pass" : r.known_miss() ? "known miss" : "FAIL");
     out << line;
     if (!r.note.empty()) out << "    note: " << r.note << "\n";
+    if (r.basis == RowBasis::independent) ++independent;
     if (r.known_miss()) {
       ++known;
     } else if (!r.pass()) {
@@ -67,7 +69,9 @@ void print_table(std::ostream& out, const std::vector<CalibrationRow>& rows) {
     }
   }
   out << rows.size() << " rows, " << (rows.size() - static_cast<std::size_t>(failed + known)) << " pass, " << failed
-      << " fail, " << known << " known to miss (their notes say why; --strict fails on them)\n";
+      << " fail, " << known << " known to miss (their notes say why; --strict fails on them); " << independent
+      << " independent, " << (static_cast<int>(rows.size()) - independent)
+      << " calibrated (a constant was set from the figure: they check data entry)\n";
 }
 
 nlohmann::json to_json(const std::vector<CalibrationRow>& rows) {
@@ -76,6 +80,7 @@ nlohmann::json to_json(const std::vector<CalibrationRow>& rows) {
     const double tol = r.tolerance_abs ? *r.tolerance_abs / std::fabs(r.published) * 100.0 : r.tolerance_pct;
     nlohmann::json row = {{"id", r.id},
                           {"name", r.name},
+                          {"basis", to_string(r.basis)},
                           {"unit", r.unit},
                           {"published", r.published},
                           {"emulated", r.emulated},

@@ -48,6 +48,7 @@ void trtllm_rows(std::vector<CalibrationRow>& rows) {
       const std::string phase = combine ? "combine" : "dispatch";
       const auto role = combine ? hal::AllToAllRole::moe_combine : hal::AllToAllRole::moe_dispatch;
       rows.push_back(row("a2a_gb200_ep" + std::to_string(c.ep) + "_bs" + std::to_string(c.tokens) + "_" + phase,
+                         RowBasis::calibrated,
                          "TensorRT-LLM NVLink one-sided " + phase + ", GB200 NVL72, EP" + std::to_string(c.ep) + ", " +
                              std::to_string(c.tokens) + " tokens/rank, BF16 hidden 7168, top-8",
                          "us", "REFERENCE.md §1.3 (TensorRT-LLM tech blog 18)",
@@ -68,7 +69,7 @@ void deepep_rows(std::vector<CalibrationRow>& rows) {
     const ClusterSpec spec = fabric::make_cluster("hgx-h800", c.ep / 8);
     for (const bool combine : {false, true}) {
       const std::string phase = combine ? "combine" : "dispatch";
-      rows.push_back(row("deepep_ll_h800_ep" + std::to_string(c.ep) + "_" + phase,
+      rows.push_back(row("deepep_ll_h800_ep" + std::to_string(c.ep) + "_" + phase, RowBasis::calibrated,
                          "DeepEP low-latency " + phase + ", " + std::to_string(c.ep / 8) +
                              " x HGX H800 + CX7, EP" + std::to_string(c.ep) + ", 128 tokens/rank, top-8",
                          "us", "REFERENCE.md §1.3 (deepseek-ai/DeepEP)", combine ? c.combine_us : c.dispatch_us,
@@ -92,8 +93,10 @@ void nccl_row(std::vector<CalibrationRow>& rows) {
   const double t = fabric::time_collective(spec, first_gpus(n), ops).seconds();
   // nccl-tests bus bandwidth for all-reduce: size / time x 2(n-1)/n.
   const double busbw = static_cast<double>(bytes) / t * 2.0 * (n - 1) / n / 1e9;
-  rows.push_back(row("nccl_allreduce_h100x8", "NCCL all-reduce bus bandwidth, 8 x H100 (NVLS), 8 GiB", "GB/s",
-                     "REFERENCE.md §1.3 (NVIDIA/nccl-tests issue 212)", 480, busbw, 15));
+  // Independent: hgx-h100 times all-reduce from the measured nccl-tests table (2.29.2, up to 512 MiB);
+  // this 8 GiB figure of another NCCL version and machine set nothing.
+  rows.push_back(row("nccl_allreduce_h100x8", RowBasis::independent, "NCCL all-reduce bus bandwidth, 8 x H100, 8 GiB",
+                     "GB/s", "REFERENCE.md §1.3 (NVIDIA/nccl-tests issue 212)", 480, busbw, 15));
 }
 
 void mooncake_row(std::vector<CalibrationRow>& rows) {
@@ -122,7 +125,8 @@ void mooncake_row(std::vector<CalibrationRow>& rows) {
   }
   rt.run();
   const double gbps = failure ? 0.0 : static_cast<double>(total) / (last - rt::Time::zero()).seconds() / 1e9;
-  rows.push_back(row("mooncake_te_8x400g", "Mooncake transfer engine, 40 GB host to host over 8 x 400 Gb RoCE (HGX H800)",
+  // Independent: the RDMA efficiency comes from PegaFlow's per-NIC figure, not this one.
+  rows.push_back(row("mooncake_te_8x400g", RowBasis::independent, "Mooncake transfer engine, 40 GB host to host over 8 x 400 Gb RoCE (HGX H800)",
                      "GB/s", "REFERENCE.md §1.3 (kvcache-ai/Mooncake README)", 190, gbps, 15));
 }
 

@@ -36,15 +36,15 @@ std::int64_t causal_keys(std::int64_t start, std::int64_t n, std::int64_t cap) {
 }  // namespace
 
 hal::AttentionShape LayerKernels::prefill_shape(const SpanSums& s, std::int64_t kv_heads, std::int64_t qk_dim,
-                                                std::int64_t v_dim) const {
+                                                std::int64_t v_dim, std::int64_t sparse_topk) const {
   return hal::AttentionShape{s.prefill_seqs, s.prefill_tokens, s.prefill_context, s.prefill_max_context,
-                             s.prefill_keys, heads_, kv_heads, qk_dim, v_dim};
+                             s.prefill_keys, heads_, kv_heads, qk_dim, v_dim, sparse_topk};
 }
 
 hal::AttentionShape LayerKernels::decode_shape(const SpanSums& s, std::int64_t kv_heads, std::int64_t qk_dim,
-                                               std::int64_t v_dim) const {
+                                               std::int64_t v_dim, std::int64_t sparse_topk) const {
   return hal::AttentionShape{s.decode_seqs, s.decode_tokens, s.decode_context, s.decode_max_context,
-                             s.decode_keys, heads_, kv_heads, qk_dim, v_dim};
+                             s.decode_keys, heads_, kv_heads, qk_dim, v_dim, sparse_topk};
 }
 
 LayerKernels::LayerKernels(const ModelProfile& model, std::int64_t tp, const WeightDtypes& weights, DType kv_dtype)
@@ -146,14 +146,14 @@ void LayerKernels::mla_attention(const SpanSums& s, bool shares_indexer, std::ve
                              2 * u64(s.prefill_keys) * u64(heads_) * u64(qk + m.v_head_dim),
                              u64(s.prefill_context * heads_ * (qk + m.v_head_dim) * kActivationBytes) +
                                  u64(s.prefill_tokens * heads_ * (qk + m.v_head_dim) * kActivationBytes),
-                             "attn.prefill", prefill_shape(s, heads_, qk, m.v_head_dim)});
+                             "attn.prefill", prefill_shape(s, heads_, qk, m.v_head_dim, 0)});
   } else if (s.prefill_tokens > 0) {
     absorbed_tokens += s.prefill_tokens;
     out.push_back(KernelDesc{KernelKind::attn_prefill_sparse, kv_dtype_,
                              2 * u64(s.prefill_keys) * u64(heads_) * u64(latent + m.kv_lora_rank),
                              bytes_of(s.sparse_read * latent, kv_dtype_) +
                                  u64(s.prefill_tokens * heads_ * latent * kActivationBytes),
-                             "attn.sparse", prefill_shape(s, 1, latent, m.kv_lora_rank)});
+                             "attn.sparse", prefill_shape(s, 1, latent, m.kv_lora_rank, m.index_topk)});
   }
   if (s.decode_tokens > 0) {
     absorbed_tokens += s.decode_tokens;
@@ -161,7 +161,7 @@ void LayerKernels::mla_attention(const SpanSums& s, bool shares_indexer, std::ve
                              2 * u64(s.decode_keys) * u64(heads_) * u64(latent + m.kv_lora_rank),
                              bytes_of(s.decode_kv * latent, kv_dtype_) +
                                  u64(s.decode_tokens * heads_ * latent * kActivationBytes),
-                             "attn.decode", decode_shape(s, 1, latent, m.kv_lora_rank)});
+                             "attn.decode", decode_shape(s, 1, latent, m.kv_lora_rank, dsa ? m.index_topk : 0)});
   }
   if (absorbed_tokens > 0) {
     // Absorbed form: queries move into the latent space and outputs back out of it, per head.
@@ -198,13 +198,13 @@ void LayerKernels::gqa_attention(const SpanSums& s, std::vector<KernelDesc>& out
     out.push_back(KernelDesc{KernelKind::attn_prefill, DType::bf16, 4 * u64(s.prefill_keys) * u64(heads_ * m.head_dim),
                              bytes_of(s.prefill_context * kv_per_token, kv_dtype_) +
                                  u64(s.prefill_tokens * heads_ * m.head_dim * 2 * kActivationBytes),
-                             "attn.prefill", prefill_shape(s, kv_heads, m.head_dim, m.head_dim)});
+                             "attn.prefill", prefill_shape(s, kv_heads, m.head_dim, m.head_dim, 0)});
   }
   if (s.decode_tokens > 0) {
     out.push_back(KernelDesc{KernelKind::attn_decode, kv_dtype_, 4 * u64(s.decode_keys) * u64(heads_ * m.head_dim),
                              bytes_of(s.decode_context * kv_per_token, kv_dtype_) +
                                  u64(s.decode_tokens * heads_ * m.head_dim * 2 * kActivationBytes),
-                             "attn.decode", decode_shape(s, kv_heads, m.head_dim, m.head_dim)});
+                             "attn.decode", decode_shape(s, kv_heads, m.head_dim, m.head_dim, 0)});
   }
   gemm("attn.o", wd, n, heads_ * m.head_dim, m.hidden_size, out);
 }

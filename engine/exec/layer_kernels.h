@@ -84,8 +84,11 @@ class LayerKernels {
   };
   SpanSums sums_of(const RankBatch& batch) const;
   // The prefill (decode) spans' attention as one kernel over this rank's heads.
-  hal::AttentionShape prefill_shape(const SpanSums& s, std::int64_t kv_heads, std::int64_t qk_dim, std::int64_t v_dim) const;
-  hal::AttentionShape decode_shape(const SpanSums& s, std::int64_t kv_heads, std::int64_t qk_dim, std::int64_t v_dim) const;
+  // sparse_topk: the DSA top-k the kernel attends (0: dense).
+  hal::AttentionShape prefill_shape(const SpanSums& s, std::int64_t kv_heads, std::int64_t qk_dim, std::int64_t v_dim,
+                                    std::int64_t sparse_topk) const;
+  hal::AttentionShape decode_shape(const SpanSums& s, std::int64_t kv_heads, std::int64_t qk_dim, std::int64_t v_dim,
+                                   std::int64_t sparse_topk) const;
   void mla_attention(const SpanSums& s, bool shares_indexer, std::vector<hal::KernelDesc>& out) const;
   void gqa_attention(const SpanSums& s, std::vector<hal::KernelDesc>& out) const;
   void dsa_indexer(const SpanSums& s, std::vector<hal::KernelDesc>& out) const;

@@ -47,6 +47,7 @@ struct AttentionShape {
   std::int64_t kv_heads = 0;
   std::int64_t qk_head_dim = 0;
   std::int64_t v_head_dim = 0;
+  std::int64_t sparse_topk = 0;  // DSA: the keys a query attends at most, chosen by the indexer; 0: dense
 };
 
 // A DSA lightning indexer: each of `q_tokens` queries scores its sequence's cached keys (`scored` pairs

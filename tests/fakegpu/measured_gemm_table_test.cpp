@@ -153,7 +153,7 @@ TEST(MeasuredGemmTable, AGemmCostsWhatTheTableSaysAndTheRestTheRoofline) {
   const DeviceProfile& profile = rig.fleet->profile();
   CostModel plain(profile, 0);
   CostModel measured(profile, 0);
-  measured.use_measured_gemm(std::make_shared<const MeasuredGemmTable>(MeasuredGemmTable::load(table_file("sglang"))));
+  measured.use_measured_kernels({std::make_shared<const MeasuredGemmTable>(MeasuredGemmTable::load(table_file("sglang"))), nullptr});
   // A measured point: find one on the table (fp8, m 64, the first site).
   const std::vector<Point> all = read_points(table_file("sglang"));
   const auto p = std::find_if(all.begin(), all.end(), [](const Point& q) { return q.dtype == "fp8" && q.m == 64; });
@@ -187,14 +187,14 @@ TEST(MeasuredGemmTable, AKernelLibraryTheProfileLacksIsNamedWithThoseItHas) {
       rig.fleet->use_kernel_library("vllm");
       FAIL();
     } catch (const std::invalid_argument& e) {
-      EXPECT_NE(std::string(e.what()).find("no measured kernel tables for library 'vllm' (it has: sglang, trtllm"),
+      EXPECT_NE(std::string(e.what()).find("no measured kernel tables for library 'vllm' (expected one of: roofline, sglang, trtllm)"),
                 std::string::npos)
           << e.what();
     }
   }
-  Rig h100("h100");
-  EXPECT_THROW(h100.fleet->use_kernel_library("sglang"), std::invalid_argument);
-  EXPECT_NO_THROW(h100.fleet->use_kernel_library("roofline"));
+  Rig h200("h200");  // no measured tables copied
+  EXPECT_THROW(h200.fleet->use_kernel_library("sglang"), std::invalid_argument);
+  EXPECT_NO_THROW(h200.fleet->use_kernel_library("roofline"));
 }
 
 TEST(MeasuredGemmTable, BadFilesAreNamedByLine) {

@@ -20,4 +20,17 @@ check 2 "no calibration row matches" "validate --only with no match exits 2" val
 check 0 "2 rows, 2 pass, 0 fail" "validate --only v6 runs V6's rows alone and exits 0" validate --only v6
 check 2 "excludes" "validate --strict with --measured exits 2" validate --strict --measured /no/such.csv
 check 2 "no such file or folder" "trace stats on a missing trace exits 2" trace stats /no/such/trace.jsonl
+# collective-test: gb300's measured 4-GPU all-reduce of 1 MiB is 19.09 us (fabric/profiles/measured/gb300-nvl72/nccl.csv),
+# algbw 1048576 B / 19.09 us = 54.93 GB/s, busbw x 2(4-1)/4 = 82.39 GB/s.
+check 0 "1048576 .*19.09  *54.93  *82.39" "collective-test prints nccl-tests' row for a measured size" \
+  collective-test all_reduce --gpus 4 --min-bytes 1048576 --max-bytes 1048576
+check 0 "Avg bus bandwidth" "collective-test over 72 GPUs of hgx-h100 nodes (flow model across nodes)" \
+  collective-test alltoall --gpus 72 --cluster hgx-h100 --min-bytes 1048576 --max-bytes 4194304
+check 2 "KIND: expected all_reduce" "collective-test with an unknown kind exits 2" collective-test allreduce
+check 2 "expected 2 to 72" "collective-test with one GPU exits 2" collective-test all_gather --gpus 1
+check 2 "expected 0 < min <= max" "collective-test with sizes out of order exits 2" \
+  collective-test all_gather --min-bytes 64 --max-bytes 8
+check 2 "step-factor: expected at least 2" "collective-test with step factor 1 exits 2" \
+  collective-test all_gather --step-factor 1
+check 2 "no-such-rack" "collective-test on an unknown profile exits 2" collective-test all_gather --cluster no-such-rack
 exit $fail

@@ -11,7 +11,7 @@ namespace nvl::emu {
 namespace {
 
 CalibrationRow figure(const std::string& id, double emulated, const std::string& note = "") {
-  CalibrationRow r = row(id, id, "GB/s", "test", 100, emulated, 10);
+  CalibrationRow r = row(id, RowBasis::independent, id, "GB/s", "test", 100, emulated, 10);
   r.note = note;
   return r;
 }

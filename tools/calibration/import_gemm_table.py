@@ -12,16 +12,9 @@ never reads ../shared.
 import csv
 import sys
 
+from aic_table import write_table
+
 DTYPES = {"bfloat16": "bf16", "fp8_block": "fp8", "nvfp4": "fp4"}
-HEADER = """# Measured GEMM latencies: {system}, {library} kernels (one row per dtype, m, n, k; latency in microseconds).
-# Source: ai-dynamo/aiconfigurator commit 095f58a51c4ca8e61b66ec108d86f223f8d559ce,
-#   aic-core/src/aiconfigurator_core/systems/data/{system}/gemm/{library}/*/gemm_perf.parquet,
-#   as curated in calibration/measured/{system}_gemm_{library}.csv (latency ms -> us).
-# SPDX-FileCopyrightText: Copyright (c) 2025-2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
-# SPDX-License-Identifier: Apache-2.0
-# Modified (Apache-2.0 s.4(b)): only the bfloat16, fp8_block and nvfp4 rows, renamed bf16, fp8 and fp4; the first
-#   row of each key kept; sorted; tools/calibration/import_gemm_table.py wrote this file.
-"""
 
 
 def main():
@@ -36,13 +29,15 @@ def main():
                 continue
             key = (dtype, int(r["n"]), int(r["k"]), int(r["m"]))
             rows.setdefault(key, r["latency_us"])
-    with open(out, "w", newline="") as f:
-        f.write(HEADER.format(system=system, library=library))
-        f.write("dtype,m,n,k,latency_us\n")
-        for (dtype, n, k, m), latency in sorted(rows.items()):
-            f.write(f"{dtype},{m},{n},{k},{latency}\n")
-    print(f"{out}: {len(rows)} rows")
-
+    write_table(
+        out,
+        f"Measured GEMM latencies: {system}, {library} kernels (one row per dtype, m, n, k; latency in microseconds).",
+        f"{system}/gemm/{library}/*/gemm_perf.parquet",
+        f"calibration/measured/{system}_gemm_{library}.csv (latency ms -> us)",
+        "only the bfloat16, fp8_block and nvfp4 rows, renamed bf16, fp8 and fp4; the first\n"
+        "#   row of each key kept; sorted; tools/calibration/import_gemm_table.py wrote this file.",
+        ["dtype", "m", "n", "k", "latency_us"],
+        [(dtype, m, n, k, latency) for (dtype, n, k, m), latency in sorted(rows.items())])
 
 if __name__ == "__main__":
     main()

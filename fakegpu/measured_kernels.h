@@ -1,0 +1,25 @@
+#pragma once
+// The measured tables of one kernel library on one GPU, loaded once and shared by its devices' cost models.
+#include <filesystem>
+#include <memory>
+
+#include "fakegpu/measured_gemm_table.h"
+#include "fakegpu/measured_mla_decode_table.h"
+
+namespace nvl::fakegpu {
+
+// Where a library's tables are (a device profile's measured_kernels.<library>); an empty path: none.
+struct MeasuredKernelFiles {
+  std::filesystem::path gemm;
+  std::filesystem::path mla_decode;
+};
+
+struct MeasuredKernels {
+  std::shared_ptr<const MeasuredGemmTable> gemm;              // null: GEMMs on the roofline
+  std::shared_ptr<const MeasuredMlaDecodeTable> mla_decode;  // null: MLA decode attention on the roofline
+
+  // Throws rt::InputError for a table file that does not load.
+  static MeasuredKernels load(const MeasuredKernelFiles& files);
+};
+
+}  // namespace nvl::fakegpu

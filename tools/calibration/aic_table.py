@@ -1,0 +1,26 @@
+"""What the importers of aiconfigurator's silicon tables share: the source and licence header every copied
+table keeps, and writing the sorted rows under it."""
+
+COMMIT = "095f58a51c4ca8e61b66ec108d86f223f8d559ce"
+
+
+def write_table(out, title, source_path, curated, modified, columns, rows):
+    """Writes `rows` (tuples, in the order the table's loader expects) to `out` under a header naming the
+    source and licence.
+
+    title: the first comment line(s), what the table holds; source_path: the parquet path under
+    aic-core/src/aiconfigurator_core/systems/data/; curated: the calibration/measured file(s) and the unit
+    changes made there; modified: what the importer changed (Apache-2.0 s.4(b)).
+    """
+    with open(out, "w", newline="") as f:
+        f.write(f"# {title}\n")
+        f.write(f"# Source: ai-dynamo/aiconfigurator commit {COMMIT},\n")
+        f.write(f"#   aic-core/src/aiconfigurator_core/systems/data/{source_path},\n")
+        f.write(f"#   as curated in {curated}.\n")
+        f.write("# SPDX-FileCopyrightText: Copyright (c) 2025-2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved.\n")
+        f.write("# SPDX-License-Identifier: Apache-2.0\n")
+        f.write(f"# Modified (Apache-2.0 s.4(b)): {modified}\n")
+        f.write(",".join(columns) + "\n")
+        for row in rows:
+            f.write(",".join(str(v) for v in row) + "\n")
+    print(f"{out}: {len(rows)} rows")
