@@ -8,6 +8,7 @@
 
 #include "emu/measured/bench_keys.h"
 #include "engine/model/model_profile.h"
+#include "fakegpu/profile_library.h"
 #include "fabric/profile_loader.h"
 
 namespace nvl::emu {
@@ -116,11 +117,15 @@ RowScenario map_row(const MeasuredRow& r) {
   }
   const std::int64_t per_unit = fabric::make_cluster(std::string(system->fabric_profile), 1).node.gpus();
   const BenchSize size = bench_size(r.concurrency);
+  // The row's backend's kernels where the GPU profile has them measured, else the roofline.
+  const bool measured_kernels =
+      fakegpu::load_device_profile_named(std::string(system->gpu_profile)).measured_kernels.contains(r.backend);
   out.scenario = nlohmann::json{
       {"name", "measured-" + r.id},
       {"seed", 1},
       {"cluster", {{"gpu_profile", system->gpu_profile}, {"fabric_profile", system->fabric_profile},
-                   {"units", (gpus + per_unit - 1) / per_unit}}},
+                   {"units", (gpus + per_unit - 1) / per_unit},
+                   {"kernel_library", measured_kernels ? r.backend : "roofline"}}},
       {"model", {{"profile", model}, {"kv_dtype", precision->kv_dtype}}},
       {"deployment", {{"pools", pools}, {"router_policy", "least_load"}}},
       {"workload", {{"source", bench_keys::source(r.isl, r.osl)},

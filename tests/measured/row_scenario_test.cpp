@@ -114,6 +114,16 @@ TEST(RowScenario, ADeploymentLargerThanANodeTakesSeveralNodes) {
   EXPECT_FALSE(map_row(r).scenario->at("deployment")["pools"][0].contains("max_running"));  // batch not recorded
 }
 
+// The row's backend prices the kernels where the GPU profile holds its measured tables (GB200: sglang,
+// trtllm); elsewhere the roofline does.
+TEST(RowScenario, TheBackendsMeasuredKernelsPriceTheRowWhereTheGpuHasThem) {
+  EXPECT_EQ(map_row(deepseek_on_gb200()).scenario->at("cluster")["kernel_library"], "trtllm");
+  MeasuredRow vllm = deepseek_on_gb200();
+  vllm.backend = "vllm";
+  EXPECT_EQ(map_row(vllm).scenario->at("cluster")["kernel_library"], "roofline");
+  EXPECT_EQ(map_row(glm5_on_hgx_b200()).scenario->at("cluster")["kernel_library"], "roofline");  // B200: none copied
+}
+
 TEST(RowScenario, AnUnknownSystemIsNotExpressible) {
   MeasuredRow r = glm5_on_hgx_b200();
   r.system = "mi355x";
