@@ -11,13 +11,23 @@ namespace {
 
 constexpr std::array<const char*, 3> kOpNames{"all_gather", "all_reduce", "reduce_scatter"};
 
-// nccl-tests' bus bandwidth = algorithm bandwidth x this factor.
-double bus_factor(hal::CollectiveKind kind, int gpus) {
-  const double n = gpus;
-  return kind == hal::CollectiveKind::all_reduce ? 2 * (n - 1) / n : (n - 1) / n;
-}
-
 }  // namespace
+
+double nccl_bus_factor(hal::CollectiveKind kind, int gpus) {
+  const double n = gpus;
+  switch (kind) {
+    case hal::CollectiveKind::all_reduce:
+      return 2 * (n - 1) / n;
+    case hal::CollectiveKind::all_gather:
+    case hal::CollectiveKind::reduce_scatter:
+    case hal::CollectiveKind::all_to_all:
+      return (n - 1) / n;
+    case hal::CollectiveKind::broadcast:
+    case hal::CollectiveKind::send_recv:
+      return 1;
+  }
+  return 1;
+}
 
 MeasuredNcclTable MeasuredNcclTable::load(const std::filesystem::path& file) {
   using Reader = rt::MeasuredCsvReader;
@@ -66,7 +76,7 @@ std::optional<MeasuredCollectiveTime> MeasuredNcclTable::time(hal::CollectiveKin
   // The largest measured count at or below gpus, else the smallest.
   auto above = std::upper_bound(curves.begin(), curves.end(), gpus, [](int g, const Curve& c) { return g < c.gpus; });
   const Curve& c = above == curves.begin() ? curves.front() : *std::prev(above);
-  const double scale = bus_factor(kind, gpus) / bus_factor(kind, c.gpus);
+  const double scale = nccl_bus_factor(kind, gpus) / nccl_bus_factor(kind, c.gpus);
   const double x = static_cast<double>(bytes);
   double ns = 0;
   if (x <= c.bytes.front()) {

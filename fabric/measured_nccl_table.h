@@ -20,6 +20,10 @@
 
 namespace nvl::fabric {
 
+// nccl-tests' bus bandwidth is its algorithm bandwidth (size / time) times this: 2(n-1)/n for all-reduce,
+// (n-1)/n for all-gather, reduce-scatter and all-to-all, 1 for broadcast and send/recv.
+double nccl_bus_factor(hal::CollectiveKind kind, int gpus);
+
 struct MeasuredCollectiveTime {
   double ns = 0;          // the whole call, on idle links
   double latency_ns = 0;  // of that, what does not move data: the curve's floor at this GPU count

@@ -4,6 +4,7 @@
 #include <ostream>
 #include <stdexcept>
 
+#include "fabric/measured_nccl_table.h"
 #include "fabric/probe.h"
 #include "fabric/topology.h"
 
@@ -12,22 +13,6 @@ namespace nvl::fabric {
 namespace {
 
 constexpr std::uint64_t kElementBytes = 2;  // bfloat16, as the engine's activations
-
-double bus_factor(hal::CollectiveKind kind, int gpus) {
-  const double n = gpus;
-  switch (kind) {
-    case hal::CollectiveKind::all_reduce:
-      return 2 * (n - 1) / n;
-    case hal::CollectiveKind::all_gather:
-    case hal::CollectiveKind::reduce_scatter:
-    case hal::CollectiveKind::all_to_all:
-      return (n - 1) / n;
-    case hal::CollectiveKind::broadcast:
-    case hal::CollectiveKind::send_recv:
-      return 1;
-  }
-  return 1;
-}
 
 std::vector<hal::CollectiveOp> ops_for(hal::CollectiveKind kind, int gpus, std::uint64_t bytes) {
   if (kind == hal::CollectiveKind::all_to_all) {
@@ -80,7 +65,7 @@ std::vector<NcclTestRow> nccl_test_sweep(const ClusterSpec& spec, hal::Collectiv
     const double seconds = time_collective(spec, members, ops_for(kind, gpus, bytes)).seconds();
     row.time_us = seconds * 1e6;
     row.algbw_gbps = static_cast<double>(bytes) / seconds / 1e9;
-    row.busbw_gbps = row.algbw_gbps * bus_factor(kind, gpus);
+    row.busbw_gbps = row.algbw_gbps * nccl_bus_factor(kind, gpus);
     rows.push_back(row);
     if (bytes > max_bytes / step_factor) break;
   }

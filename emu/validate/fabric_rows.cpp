@@ -5,6 +5,7 @@
 
 #include "emu/rt/virtual_runtime.h"
 #include "fabric/fabric_rdma.h"
+#include "fabric/measured_nccl_table.h"
 #include "fabric/probe.h"
 #include "fabric/profile_loader.h"
 
@@ -91,8 +92,7 @@ void nccl_row(std::vector<CalibrationRow>& rows) {
     op.bytes = bytes;
   }
   const double t = fabric::time_collective(spec, first_gpus(n), ops).seconds();
-  // nccl-tests bus bandwidth for all-reduce: size / time x 2(n-1)/n.
-  const double busbw = static_cast<double>(bytes) / t * 2.0 * (n - 1) / n / 1e9;
+  const double busbw = static_cast<double>(bytes) / t * fabric::nccl_bus_factor(hal::CollectiveKind::all_reduce, n) / 1e9;
   // Independent: hgx-h100 times all-reduce from the measured nccl-tests table (2.29.2, up to 512 MiB);
   // this 8 GiB figure of another NCCL version and machine set nothing.
   rows.push_back(row("nccl_allreduce_h100x8", RowBasis::independent, "NCCL all-reduce bus bandwidth, 8 x H100, 8 GiB",
