@@ -225,9 +225,15 @@ void plan_collective(const Fabric& fabric, const std::vector<hal::DeviceId>& mem
       }
       return p.finish("direct", cp.ring.launch, rt::Duration());
   }
-  // All-reduce, all-gather, reduce-scatter: timed as measured where the profile has the table.
-  if (cp.measured_nccl) {
-    if (const auto measured = cp.measured_nccl->time(op.kind, n, op.bytes)) p.fit_to(*measured);
+  // All-reduce, all-gather, reduce-scatter: timed as measured where the profile has the table; an
+  // all-reduce in one NVLink domain as the kernel library's own where it is measured (it moves the data
+  // over the same links).
+  const MeasuredNcclTable* table = cp.measured_nccl.get();
+  if (op.kind == hal::CollectiveKind::all_reduce && fabric.library_all_reduce() != nullptr && one_domain(fabric, members)) {
+    table = fabric.library_all_reduce();
+  }
+  if (table != nullptr) {
+    if (const auto measured = table->time(op.kind, n, op.bytes)) p.fit_to(*measured);
   }
 }
 

@@ -31,6 +31,12 @@ Fabric::Fabric(rt::Runtime& rt, ClusterSpec spec, FabricOptions opts)
       known_routes_(static_cast<std::size_t>(topo_.gpu_count())),
       held_bytes_(topo_.channels().size(), 0.0) {}
 
+void Fabric::use_kernel_library(const std::string& library) {
+  const auto& tables = profile().collectives.library_all_reduce;
+  const auto it = tables.find(library);
+  library_all_reduce_ = it != tables.end() ? it->second : nullptr;
+}
+
 bool Fabric::same_domain(hal::DeviceId a, hal::DeviceId b) const { return topo_.gpu(a).unit == topo_.gpu(b).unit; }
 
 hal::HostId Fabric::host_of(const Endpoint& e) const {

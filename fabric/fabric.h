@@ -62,6 +62,11 @@ class Fabric {
   FlowModel& flows() { return flows_; }
   const FlowModel& flows() const { return flows_; }
 
+  // All-reduces in one NVLink domain run the kernel library's own all-reduce, timed from the profile's
+  // measured_library_all_reduce table for it (none there: NCCL's). Call before any collective is priced.
+  void use_kernel_library(const std::string& library);
+  const MeasuredNcclTable* library_all_reduce() const { return library_all_reduce_.get(); }
+
   bool same_domain(hal::DeviceId a, hal::DeviceId b) const;
   hal::HostId host_of(const Endpoint& e) const;
   // The path from src to dst; throws hal::HalError naming the link, NIC or partition in the way.
@@ -151,6 +156,7 @@ class Fabric {
   void forget_routes();
 
   rt::Runtime& rt_;
+  std::shared_ptr<const MeasuredNcclTable> library_all_reduce_;
   Topology topo_;
   std::vector<double> nominal_;
   FlowModel flows_;

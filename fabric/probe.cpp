@@ -29,9 +29,11 @@ std::vector<hal::SharedCollectiveOp> shared_parts(const std::vector<hal::Collect
 }
 
 std::vector<rt::Duration> member_times(const ClusterSpec& spec, const std::vector<hal::DeviceId>& members,
-                                       const std::vector<hal::CollectiveOp>& ops, bool fast_path) {
+                                       const std::vector<hal::CollectiveOp>& ops, bool fast_path,
+                                       const std::string& kernel_library) {
   rt::VirtualRuntime rt;
   Fabric fabric(rt, spec, FabricOptions{rt::Duration()});
+  fabric.use_kernel_library(kernel_library);
   FabricCollectives collectives(fabric, CollectivesOptions{fast_path});
   auto group = collectives.create_group("probe", members);
   std::vector<rt::Duration> done(ops.size());
@@ -49,8 +51,9 @@ std::vector<rt::Duration> member_times(const ClusterSpec& spec, const std::vecto
 }
 
 rt::Duration time_collective(const ClusterSpec& spec, const std::vector<hal::DeviceId>& members,
-                             const std::vector<hal::CollectiveOp>& ops, bool fast_path) {
-  const std::vector<rt::Duration> done = member_times(spec, members, ops, fast_path);
+                             const std::vector<hal::CollectiveOp>& ops, bool fast_path,
+                             const std::string& kernel_library) {
+  const std::vector<rt::Duration> done = member_times(spec, members, ops, fast_path, kernel_library);
   return *std::max_element(done.begin(), done.end());
 }
 

@@ -2,6 +2,7 @@
 // The shapes and calibrated numbers of the fabric, as loaded from fabric/profiles/*.json. Bandwidths are
 // per direction; every number's source is in the profile file.
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 
@@ -45,6 +46,10 @@ struct CollectiveProfile {
   // When the profile names one: the uncontended times of all-reduce, all-gather and reduce-scatter come
   // from measurement; the kernels above keep choosing the algorithm, hence the links the data crosses.
   std::shared_ptr<const MeasuredNcclTable> measured_nccl;
+  // Kernel library (cluster.kernel_library) -> the measured times of the all-reduce it runs itself in
+  // place of NCCL's (SGLang's custom all-reduce, TensorRT-LLM's AllReduce op), for groups in one NVLink
+  // domain; Fabric::use_kernel_library picks one.
+  std::map<std::string, std::shared_ptr<const MeasuredNcclTable>> library_all_reduce;
 };
 
 // One rack or node: `units` of them make a cluster. A unit has trays; a tray has GPUs, hosts (Grace or

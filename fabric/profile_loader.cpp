@@ -42,7 +42,14 @@ CollectiveKernel read_kernel(JsonReader r) {
   return k;
 }
 
-// The measured table's file is named relative to the profile's.
+// A measured table ({file, source}); its file is named relative to the profile's.
+std::shared_ptr<const MeasuredNcclTable> read_measured_table(JsonReader m, const std::string& profile_file) {
+  const std::filesystem::path file = std::filesystem::path(profile_file).parent_path() / m.string("file");
+  m.string("source");
+  m.finish();
+  return std::make_shared<const MeasuredNcclTable>(MeasuredNcclTable::load(file));
+}
+
 CollectiveProfile read_collectives(JsonReader r, const std::string& profile_file) {
   CollectiveProfile c;
   c.a2a_plain = read_a2a(r.object("a2a_plain"));
@@ -53,12 +60,13 @@ CollectiveProfile read_collectives(JsonReader r, const std::string& profile_file
   c.nvls = read_kernel(r.object("nvls"));
   c.tree_max_bytes = static_cast<std::uint64_t>(r.sourced("tree_max_bytes"));
   c.nvls_available = r.boolean("nvls_available");
-  if (r.has("measured_nccl")) {
-    JsonReader m = r.object("measured_nccl");
-    const std::filesystem::path file = std::filesystem::path(profile_file).parent_path() / m.string("file");
-    m.string("source");
-    m.finish();
-    c.measured_nccl = std::make_shared<const MeasuredNcclTable>(MeasuredNcclTable::load(file));
+  if (r.has("measured_nccl")) c.measured_nccl = read_measured_table(r.object("measured_nccl"), profile_file);
+  if (r.has("measured_library_all_reduce")) {
+    JsonReader libraries = r.object("measured_library_all_reduce");
+    for (const std::string& library : libraries.keys()) {
+      c.library_all_reduce[library] = read_measured_table(libraries.object(library), profile_file);
+    }
+    libraries.finish();
   }
   r.finish();
   return c;

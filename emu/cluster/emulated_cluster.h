@@ -43,6 +43,12 @@ class EmulatedCluster {
     for (int i = first; i < first + count; ++i) out.push_back(&fleet_->device(i));
     return out;
   }
+  // Kernels priced from `library`'s measured tables (GpuFleet::use_kernel_library; "roofline": none) and
+  // all-reduces run as its own where the fabric profile measured them. Before anything is priced.
+  void use_kernel_library(const std::string& library) {
+    fleet_->use_kernel_library(library);
+    fabric_.use_kernel_library(library);
+  }
   fakegpu::GpuFleet& fleet() { return *fleet_; }
   fabric::Fabric& fabric() { return fabric_; }
   hal::Collectives& collectives() { return collectives_; }

@@ -63,8 +63,12 @@ std::string config_of(const MeasuredRow& r) {
 }
 
 nlohmann::json pool(const std::string& name, const std::string& role, const MeasuredWorkers& w, const Precision& p) {
-  return {{"name", name}, {"role", role},           {"instances", w.workers}, {"tp", w.tp},
-          {"dp", w.dp},     {"ep", w.moe_ep},         {"weights", p.weights},   {"kv_dtype", p.kv_dtype}};
+  nlohmann::json out = {{"name", name}, {"role", role},   {"instances", w.workers}, {"tp", w.tp},
+                        {"dp", w.dp},     {"ep", w.moe_ep}, {"weights", p.weights},   {"kv_dtype", p.kv_dtype}};
+  // EP without attention DP: the tokens are on every GPU after the attention all-reduce; the three
+  // backends' all-to-alls (DeepEP, TensorRT-LLM's, vLLM's) serve attention DP only.
+  if (w.dp == 1 && w.moe_ep > 1) out["moe_all_to_all"] = false;
+  return out;
 }
 
 }  // namespace

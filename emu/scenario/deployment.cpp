@@ -47,6 +47,7 @@ engine::NormalGroupConfig group_config(const ScenarioDeployment& dep, const Scen
   g.scheduler.draft_tokens = p.mtp_draft_tokens;
   g.two_batch_overlap = p.two_batch_overlap;
   g.single_batch_overlap = p.single_batch_overlap;
+  g.moe_all_to_all = p.moe_all_to_all;
   if (p.sbo_combine_sms) g.sbo_combine_sms = static_cast<int>(*p.sbo_combine_sms);
   g.sm_partition_prefill = p.sm_partition_prefill;
   g.redundant_experts = p.eplb.redundant_experts;
@@ -60,6 +61,7 @@ engine::PrefillWorkerConfig prefill_config(const ScenarioDeployment& dep, const 
   w.kv_dtype = hal::dtype_from_string(p.kv_dtype);
   w.block_tokens = dep.kv_block_tokens;
   w.expert_parallel = p.ep > 1;
+  w.moe_all_to_all = p.moe_all_to_all;
   w.pipeline_stages = p.pp;
   w.attention_dp = p.dp;
   w.scheduler.token_budget = p.token_budget;
@@ -149,7 +151,7 @@ Deployment::Deployment(rt::Runtime& rt, const Scenario& sc, engine::TokenStream 
       rdma_(cluster_.fabric()),
       network_(cluster_.fabric()),
       model_(engine::load_model_profile(engine::model_profile_path(sc.model.profile))) {
-  cluster_.fleet().use_kernel_library(sc.cluster.kernel_library);  // before any kernel is priced
+  cluster_.use_kernel_library(sc.cluster.kernel_library);  // before any kernel is priced
   set_outcome_models(rt, sc, model_, cluster_);
   try {
     system_ = std::make_unique<engine::PdSystem>(rt, model_, cluster_.collectives(), &rdma_,

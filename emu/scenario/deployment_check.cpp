@@ -77,6 +77,13 @@ void check_pool(const Scenario& s, const engine::ModelProfile& model, std::size_
   if (p.ep == 1 && p.single_batch_overlap) {
     fail("single_batch_overlap", "single-batch overlap needs an EP group of two or more GPUs");
   }
+  if (!p.moe_all_to_all && (p.ep == 1 || p.dp > 1)) {
+    fail("moe_all_to_all", "false keeps the tokens where the attention TP all-reduce left them: it needs EP over the "
+                           "TP group (ep > 1, dp 1); with DP attention every rank holds other tokens and must dispatch them");
+  }
+  if (!p.moe_all_to_all && (p.two_batch_overlap || p.single_batch_overlap)) {
+    fail("moe_all_to_all", "false has no dispatch or combine for two-batch or single-batch overlap to hide");
+  }
   if (p.single_batch_overlap && p.two_batch_overlap) {
     fail("single_batch_overlap", "single-batch and two-batch overlap exclude each other: choose one");
   }

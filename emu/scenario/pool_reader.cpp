@@ -83,6 +83,7 @@ ScenarioPool read_pool(rt::JsonReader p) {
   if (p.has("mtp_acceptance_rate")) pool.mtp_acceptance_rate = p.number("mtp_acceptance_rate", rt::NumberRule::fraction);
   if (p.has("two_batch_overlap")) pool.two_batch_overlap = p.boolean("two_batch_overlap");
   if (p.has("single_batch_overlap")) pool.single_batch_overlap = p.boolean("single_batch_overlap");
+  if (p.has("moe_all_to_all")) pool.moe_all_to_all = p.boolean("moe_all_to_all");
   if (p.has("sbo_combine_sms")) {
     if (!pool.single_batch_overlap) p.fail("sbo_combine_sms", "sets single-batch overlap's SMs: set single_batch_overlap true too");
     pool.sbo_combine_sms = p.integer("sbo_combine_sms", 1);

@@ -76,6 +76,10 @@ struct ScenarioPool {
   std::optional<double> mtp_acceptance_rate;  // each draft's chance to be kept (unset: the model profile's)
   bool two_batch_overlap = false;
   bool single_batch_overlap = false;
+  // EP at dp 1 (the experts spread over the TP group): false runs each GPU's experts on the tokens the
+  // attention all-reduce left on every GPU, the MoE all-reduce summing the outputs, with no dispatch or
+  // combine (TensorRT-LLM and vLLM without attention DP, SGLang without --moe-a2a-backend).
+  bool moe_all_to_all = true;
   std::optional<std::int64_t> sbo_combine_sms;  // unset: the engine's default (32, SGLang's on Blackwell)
   ScenarioEplb eplb;
   double sm_partition_prefill = 0;  // mixed pools: SM share of the prefill stream (0: one batch, no partition)

@@ -36,7 +36,7 @@ double decode_tokens_per_s_per_gpu(const DecodeSetup& s) {
   constexpr std::int64_t kOutputTokens = 64;
   rt::VirtualRuntime rt;
   EmulatedCluster cluster(rt, s.gpu, s.fabric, s.gpus, s.units);
-  cluster.fleet().use_kernel_library(s.kernel_library);
+  cluster.use_kernel_library(s.kernel_library);
   const engine::ModelProfile model = engine::load_model_profile(engine::model_profile_path(s.model));
   NormalGroupConfig cfg;
   cfg.kv_dtype = s.kv_dtype;
@@ -84,7 +84,7 @@ double v1_prefill_tokens_per_s_per_node(std::int64_t prompt) {
   constexpr std::int64_t kTokensPerGpu = 16'384;
   rt::VirtualRuntime rt;
   EmulatedCluster cluster(rt, "h100", "hgx-h100", kGpus, kNodes);
-  cluster.fleet().use_kernel_library("sglang");  // the published run's
+  cluster.use_kernel_library("sglang");  // the published run's
   const engine::ModelProfile model = engine::load_model_profile(engine::model_profile_path("deepseek-v3"));
   NormalGroupConfig cfg;
   cfg.kv_dtype = hal::DType::bf16;

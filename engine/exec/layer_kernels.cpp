@@ -131,9 +131,10 @@ void LayerKernels::mla_attention(const SpanSums& s, bool shares_indexer, std::ve
   const std::int64_t qk = m.qk_nope_head_dim + m.qk_rope_head_dim;
   const std::int64_t latent = m.kv_lora_rank + m.qk_rope_head_dim;
   const bool dsa = m.attention == AttentionKind::mla_dsa;
-  gemm("attn.q_a", wd, n, h, m.q_lora_rank, out);
+  // q_a and kv_a read the same hidden state: SGLang (fused_qkv_a_proj_with_mqa), TensorRT-LLM (fused_a)
+  // and vLLM (fused_qkv_a_proj) run them as one GEMM of q_lora + latent outputs.
+  gemm("attn.qkv_a", wd, n, h, m.q_lora_rank + latent, out);
   gemm("attn.q_b", wd, n, m.q_lora_rank, heads_ * qk, out);
-  gemm("attn.kv_a", wd, n, h, latent, out);
   // A layer that shares the indexer attends to the top-k an earlier layer picked.
   if (dsa && !shares_indexer) dsa_indexer(s, out);
 

@@ -137,10 +137,11 @@ std::shared_ptr<const hal::Graph> StepGraphBuilder::moe_layer(std::int64_t n, co
   add_list(layer, attention);
   add_all_reduce(layer, attn_all_reduce_, n);
   add_list(layer, gate_and_shared);
-  if (routing != nullptr) layer.add(hal::CollectiveCall{opts_.ep_group, opts_.rank, routing->dispatch});
+  const bool all_to_all = routing != nullptr && opts_.ep_all_to_all;
+  if (all_to_all) layer.add(hal::CollectiveCall{opts_.ep_group, opts_.rank, routing->dispatch});
   add_collective(layer, moe_gather_, opts_.moe_tp_group, opts_.rank, gathered);
   add_list(layer, *experts);
-  if (routing != nullptr) layer.add(hal::CollectiveCall{opts_.ep_group, opts_.rank, routing->combine});
+  if (all_to_all) layer.add(hal::CollectiveCall{opts_.ep_group, opts_.rank, routing->combine});
   add_collective(layer, moe_scatter_, opts_.moe_tp_group, opts_.rank, gathered);
   add_all_reduce(layer, moe_all_reduce_, n);
   return into;

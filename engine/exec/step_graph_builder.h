@@ -43,6 +43,11 @@ struct StepGraphOptions {
   // send kernels hold the rest), so the combine's sending hides behind them.
   bool single_batch_overlap = false;
   double overlap_sm_fraction = 1.0;
+  // With ep_group the TP group itself (dp 1), false: no dispatch or combine. Every GPU already holds all
+  // the tokens after the attention all-reduce, runs its experts on those routed to them (the pairs its
+  // slice would have received), and the MoE all-reduce sums the outputs, as TensorRT-LLM and vLLM run
+  // EP without attention DP.
+  bool ep_all_to_all = true;
 };
 
 class StepGraphBuilder {

@@ -16,7 +16,13 @@ WeightDtypes weight_dtypes_from_name(std::string_view name) {
                         .dense = DType::bf16,
                         .embedding = DType::bf16};
   }
-  if (name == "nvfp4") return WeightDtypes{.routed_experts = DType::fp4};
+  if (name == "nvfp4") {
+    return WeightDtypes{.attention = DType::bf16,
+                        .routed_experts = DType::fp4,
+                        .shared_experts = DType::fp4,
+                        .dense = DType::fp4,
+                        .embedding = DType::bf16};
+  }
   throw std::invalid_argument("unknown weights '" + std::string(name) + "': expected \"bf16\", \"fp8\" or \"nvfp4\"");
 }
 

@@ -18,9 +18,12 @@ struct WeightDtypes {
 };
 
 // "bf16": every matrix in BF16. "fp8": FP8 with block scales as DeepGEMM runs it, the embedding table
-// and LM head in BF16 (the default). "nvfp4": the routed experts in NVFP4 and the rest as "fp8", as
-// the Blackwell NVFP4 checkpoints hold them (e.g. nvidia/DeepSeek-R1-FP4). Anything else throws
-// std::invalid_argument naming the allowed values.
+// and LM head in BF16 (the default). "nvfp4": as NVIDIA's NVFP4 checkpoints of DeepSeek-V3/R1 hold them
+// (ModelOpt; nvidia/DeepSeek-V3-0324-NVFP4's hf_quant_config.json excludes every layer's self_attn*,
+// mlp.gate, norms, embed_tokens and lm_head, and nvidia/DeepSeek-R1-0528-FP4 stores the attention
+// projections in BF16 and the MLPs as U8 values with F8_E4M3 scales): routed experts, shared experts and
+// dense FFN in NVFP4, attention and embedding in BF16. Anything else throws std::invalid_argument naming
+// the allowed values.
 WeightDtypes weight_dtypes_from_name(std::string_view name);
 
 // HBM bytes of `params` weights in `d`. FP4 weights are NVFP4: 4 bits each plus one FP8 (E4M3)

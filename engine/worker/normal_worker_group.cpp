@@ -93,6 +93,12 @@ NormalWorkerGroup::NormalWorkerGroup(rt::Runtime& rt, const ModelProfile& model,
                                   std::to_string(sms - 1) + ")");
     }
   }
+  if (!cfg_.moe_all_to_all && (!cfg_.expert_parallel || n < 2 || dp != 1 || cfg_.two_batch_overlap ||
+                               cfg_.single_batch_overlap)) {
+    throw std::invalid_argument(
+        "normal worker group: EP without all-to-alls needs EP over one attention TP group (dp 1), without "
+        "two- or single-batch overlap");
+  }
   std::vector<hal::DeviceId> ids;
   for (hal::Device* d : devices) ids.push_back(d->id());
   if (n > 1 && cfg_.expert_parallel) {
@@ -274,7 +280,8 @@ void NormalWorkerGroup::make_builders(Rank& rank, std::int32_t member) {
                                                                .tp_rank = g.tp_rank,
                                                                .moe_tp_group = moe_gather_ ? moe : nullptr,
                                                                .single_batch_overlap = cfg_.single_batch_overlap,
-                                                               .overlap_sm_fraction = overlap_sm_fraction});
+                                                               .overlap_sm_fraction = overlap_sm_fraction,
+                                                               .ep_all_to_all = cfg_.moe_all_to_all});
   };
   for (Gpu& g : rank.gpus) {
     g.builder = builder(g, moe_group_, rank.tp_group, traffic_[lane(StepKind::decode)]);

@@ -73,6 +73,8 @@ struct NormalGroupConfig {
   // overlap.
   bool single_batch_overlap = false;
   int sbo_combine_sms = 32;
+  // With EP at dp 1: false skips the dispatch and combine (StepGraphOptions::ep_all_to_all).
+  bool moe_all_to_all = true;
   // SM partitions (green contexts): the SM share of each GPU's prefill stream, in (0, 1); decode gets
   // the rest. Decode steps then run every iteration beside the prefill chunks instead of waiting for
   // them in one batch. 0: one batch. Excludes two-batch overlap.

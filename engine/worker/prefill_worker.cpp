@@ -57,6 +57,9 @@ PrefillWorker::PrefillWorker(rt::Runtime& rt, const ModelProfile& model, std::ve
   const std::int64_t dp = cfg_.attention_dp;
   const std::int64_t members = tp * dp;  // a stage's GPUs
   const bool ep = cfg_.expert_parallel && members > 1;
+  if (!cfg_.moe_all_to_all && (!ep || dp != 1)) {
+    throw std::invalid_argument("prefill worker: EP without all-to-alls needs EP over the TP group (dp 1)");
+  }
   const ParallelLayout layout{.tp = tp, .dp = dp, .ep = ep ? members : 1};
 
   // MLA keeps one latent per token that every head reads, so each TP rank holds all of it (the reason
@@ -170,7 +173,8 @@ std::unique_ptr<StepGraphBuilder> PrefillWorker::make_builder(const Stage& stage
                        .local_experts = stage.weights.expert_slots,
                        .mtp = false,
                        .tp_rank = ranks() > 1 ? std::optional<std::int32_t>(static_cast<std::int32_t>(member % tp)) : std::nullopt,
-                       .moe_tp_group = stage.moe_tp_group});
+                       .moe_tp_group = stage.moe_tp_group,
+                       .ep_all_to_all = cfg_.moe_all_to_all});
 }
 
 void PrefillWorker::start() {

@@ -57,6 +57,7 @@ struct PrefillWorkerConfig {
   hal::DType kv_dtype = hal::DType::fp8;
   std::int64_t block_tokens = 64;
   bool expert_parallel = false;  // TP + EP: routed experts whole, spread over the GPUs (else split by TP)
+  bool moe_all_to_all = true;    // TP + EP: false skips the dispatch and combine (StepGraphOptions::ep_all_to_all)
   // HBM kept for activations, graphs and comm buffers; unset: estimated from the model and scheduler.
   std::optional<std::uint64_t> activation_reserve_bytes;
   SchedulerConfig scheduler{.token_budget = 16'384, .max_running = 64, .chunk_tokens = 16'384, .draft_tokens = 0};

@@ -1,7 +1,7 @@
 #pragma once
-// The mean decode step of a normal worker group whose every GPU holds a full batch: `batch` requests per
-// GPU of `prompt` tokens, EP over all the GPUs, over the steps in which every request decodes (from the
-// last first token to the first request's end).
+// The mean decode step of a normal worker group whose every DP rank holds a full batch: `batch` requests
+// per rank (per GPU without attention TP) of `prompt` tokens, EP over all the GPUs, over the steps in
+// which every request decodes (from the last first token to the first request's end).
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -46,7 +46,8 @@ inline DecodeSteps decode_steps(const FullBatchDecode& s) {
   cfg.scheduler.max_running = s.batch;
   cfg.scheduler.token_budget = kBudget;
   s.configure(cfg);
-  const std::int64_t everyone = s.batch * s.gpus;
+  const std::int64_t ranks = s.gpus / cfg.attention_tp;
+  const std::int64_t everyone = s.batch * ranks;
   std::int64_t first = 0;
   std::uint64_t steps_before = 0, steps_after = 0;
   rt::Time decode_start, decode_end;
@@ -66,7 +67,7 @@ inline DecodeSteps decode_steps(const FullBatchDecode& s) {
       [](std::int32_t, RequestId id, const std::string& why) { ADD_FAILURE() << "rejected " << id << ": " << why; });
   group->start();
   RequestId id = 1;
-  for (std::int32_t r = 0; r < s.gpus; ++r) {
+  for (std::int32_t r = 0; r < ranks; ++r) {
     for (std::int64_t b = 0; b < s.batch; ++b) {
       RequestState q;
       q.id = id++;

@@ -189,6 +189,36 @@ TEST_F(StepGraphBuilderTest, AnIdleRankStillJoinsEveryAllToAll) {
   for (const auto& l : lists_of(g)) EXPECT_FALSE(l->empty()) << "empty lists are left out";
 }
 
+TEST_F(StepGraphBuilderTest, EpOverTheTpGroupWithoutAllToAllsKeepsTheExpertsAndDropsTheDispatchAndCombine) {
+  // TP4 + EP4 at dp 1: the batch is on every GPU, rank 1's slice would be tokens[1]; without all-to-alls
+  // rank 1 runs its experts on the same pairs and only the two all-reduces of each layer are left.
+  const StepGraphBuilder replicated{kernels, &traffic,
+                                    StepGraphOptions{.ep_group = group,
+                                                     .tp_group = group,
+                                                     .rank = 1,
+                                                     .local_experts = 64,
+                                                     .mtp = false,
+                                                     .ep_all_to_all = false}};
+  const StepGraphBuilder dispatching{kernels, &traffic,
+                                     StepGraphOptions{.ep_group = group, .tp_group = group, .rank = 1, .local_experts = 64}};
+  const std::vector<std::int64_t> tokens{4, 4, 4, 4};
+  route(tokens);
+  const RankBatch batch = decodes(16, 3'000);
+  const hal::Graph g = replicated.build(batch, tokens);
+  const hal::Graph a2a = dispatching.build(batch, tokens);
+  const auto layers = static_cast<std::size_t>(model.num_hidden_layers);
+  const auto moe = layers - static_cast<std::size_t>(model.first_k_dense_replace);
+  EXPECT_EQ(g.collective_count(), 2 * layers) << "the attention and FFN/MoE all-reduces of every layer";
+  EXPECT_EQ(a2a.collective_count(), 2 * layers + 2 * moe);
+  for (const auto& op : ops_of(g)) EXPECT_EQ(op->kind, hal::CollectiveKind::all_reduce);
+  EXPECT_EQ(g.kernel_count(), a2a.kernel_count());
+  const auto lists = lists_of(g), a2a_lists = lists_of(a2a);
+  ASSERT_EQ(lists.size(), a2a_lists.size());
+  for (std::size_t i = 0; i < lists.size(); ++i) {
+    for (std::size_t k = 0; k < lists[i]->size(); ++k) EXPECT_EQ((*lists[i])[k].bytes, (*a2a_lists[i])[k].bytes);
+  }
+}
+
 TEST_F(StepGraphBuilderTest, AttentionDpWithMoeTpGathersEveryRanksTokensAroundTheExperts) {
   // GLM-5 over 4 GPUs, each its own DP rank, every expert split four ways: the 8 + 3 + 5 + 0 = 16
   // tokens of all ranks are all-gathered (16 x 6,144 x BF16 = 196,608 bytes) before each MoE layer's

@@ -147,11 +147,12 @@ TEST(TwoBatchOverlap, ADecodeStepWithARankOfOneRequestRunsAsOneBatch) {
   // without overlap. With two, each micro-batch reads the attention, shared-expert and dense weights
   // again (~15 GB in FP8) and the experts its one token per GPU chose: 2 x 6.3 of each GPU's 16 (41 GB)
   // against the 10.1 that two tokens per GPU choose (128 and 256 picks of 256 experts): ~62 GB read a
-  // step against ~41 GB, 1.5 x on a memory-bound step, less what overlap hides.
+  // step against ~41 GB, 1.5 x on the memory-bound part of a step. Overlap hides the all-to-alls (2 x
+  // 31 us launches a MoE layer, ~3.6 ms of a ~25 ms step): 1.5 x 21.4 / 25 = ~1.28 x the step.
   const double one = decode_steps(false, 16, 1, 2'000, emu::FabricMode::fast).step_ms;
   EXPECT_LT(decode_steps(true, 16, 1, 2'000, emu::FabricMode::fast).step_ms, 1.1 * one);
   const double two = decode_steps(false, 16, 2, 2'000, emu::FabricMode::fast).step_ms;
-  EXPECT_GT(decode_steps(true, 16, 2, 2'000, emu::FabricMode::fast).step_ms, 1.3 * two);
+  EXPECT_GT(decode_steps(true, 16, 2, 2'000, emu::FabricMode::fast).step_ms, 1.2 * two);
 }
 
 TEST(TwoBatchOverlap, NeedsExpertParallelism) {

@@ -32,8 +32,8 @@ TEST(WeightDtypes, NamesGiveTheRecipesDtypes) {
   EXPECT_EQ(fp8.attention, DType::fp8);
   EXPECT_EQ(fp8.embedding, DType::bf16);
   const WeightDtypes nvfp4 = weight_dtypes_from_name("nvfp4");
-  EXPECT_EQ(nvfp4.routed_experts, DType::fp4);
-  for (DType d : {nvfp4.attention, nvfp4.shared_experts, nvfp4.dense}) EXPECT_EQ(d, DType::fp8) << "the rest FP8";
+  for (DType d : {nvfp4.routed_experts, nvfp4.shared_experts, nvfp4.dense}) EXPECT_EQ(d, DType::fp4) << "the MLPs";
+  EXPECT_EQ(nvfp4.attention, DType::bf16) << "ModelOpt leaves self_attn out";
   EXPECT_EQ(nvfp4.embedding, DType::bf16);
   const WeightDtypes bf16 = weight_dtypes_from_name("bf16");
   for (DType d : {bf16.attention, bf16.routed_experts, bf16.shared_experts, bf16.dense, bf16.embedding}) {
@@ -51,20 +51,21 @@ TEST(WeightDtypes, Nvfp4TakesNineSixteenthsOfAByteAWeight) {
   EXPECT_EQ(weight_bytes(1'600, DType::bf16), 3'200u);
 }
 
-TEST(WeightDtypes, Nvfp4RoutedExpertsOfGlm5TakeFewerBytes) {
+TEST(WeightDtypes, Nvfp4Glm5HoldsItsMlpsInFp4AndAttentionInBf16) {
   const ModelProfile m = load("glm-5");
   const ParallelLayout ep64{.tp = 1, .dp = 64, .ep = 64};
   const WeightFootprint fp8 = weight_footprint_per_gpu(m, ep64, weight_dtypes_from_name("fp8"));
   const WeightFootprint fp4 = weight_footprint_per_gpu(m, ep64, weight_dtypes_from_name("nvfp4"));
   // Per GPU under EP64: 4 experts x 75 MoE layers x 3 x 6144 x 2048 = 11,324,620,800 routed weights.
   // FP8 1 B each: 11,324,620,800 B; NVFP4 9/16 B each: 6,370,099,200 B; 7/16 of the FP8 bytes saved,
-  // 4,954,521,600 B (4.95 GB). The MTP module's 4 experts save 7/16 x 150,994,944 = 66,060,288 B more.
+  // 4,954,521,600 B (4.95 GB).
   EXPECT_EQ(fp8.routed_expert_bytes, 11'324'620'800u);
   EXPECT_EQ(fp4.routed_expert_bytes, 6'370'099'200u);
-  EXPECT_EQ(fp8.total_bytes() - fp4.total_bytes(), 4'954'521'600u + 66'060'288u);
-  EXPECT_EQ(fp4.attention_bytes, fp8.attention_bytes);
-  EXPECT_EQ(fp4.shared_expert_bytes, fp8.shared_expert_bytes) << "shared experts stay FP8";
-  EXPECT_EQ(fp4.dense_ffn_bytes, fp8.dense_ffn_bytes);
+  EXPECT_EQ(fp4.attention_bytes, 2 * fp8.attention_bytes) << "attention in BF16";
+  EXPECT_EQ(fp4.dense_ffn_bytes * 16, fp8.dense_ffn_bytes * 9) << "dense FFN in NVFP4";
+  // Shared experts in NVFP4; the routers stay BF16: 75 x 256 x 6144 x 2 B = 235,929,600 B in both.
+  const std::uint64_t routers = 235'929'600;
+  EXPECT_EQ((fp4.shared_expert_bytes - routers) * 16, (fp8.shared_expert_bytes - routers) * 9);
 }
 
 class Nvfp4Pricing : public ::testing::Test {

@@ -75,7 +75,7 @@ Errors errors_of(std::vector<double> e) {
 // Two held-out checks per table: every third interior kv_len of every (dtype, heads, batch) curve, and every
 // other interior batch curve whole (read across batches from its neighbours).
 TEST(MeasuredMlaDecodeTable, HeldOutPointsArePredictedWithinTheTargets) {
-  for (const std::string gpu : {"gb300", "gb200", "h100"}) {
+  for (const std::string gpu : {"gb300", "gb200", "b200", "h200", "h100"}) {
     for (const std::string library : {"sglang", "trtllm"}) {
       const std::vector<Point> all = read_points(table_file(gpu, library));
       ASSERT_GT(all.size(), 1000u) << gpu << " " << library;

@@ -56,6 +56,7 @@ TEST(RowScenario, AnAggregatedRowIsOneAggregatedPoolOnItsNode) {
   EXPECT_EQ(p["tp"], 2);
   EXPECT_EQ(p["dp"], 4);
   EXPECT_EQ(p["ep"], 8);
+  EXPECT_FALSE(p.contains("moe_all_to_all")) << "attention DP dispatches";
   EXPECT_EQ(p["weights"], "fp8");
   EXPECT_EQ(p["max_running"], 8);  // 30 requests per worker over 4 DP ranks: at most 8 on one
 }
@@ -77,6 +78,7 @@ TEST(RowScenario, ADisaggregatedRowIsAPrefillAndADecodePool) {
   EXPECT_EQ(decode["dp"], 1);
   EXPECT_EQ(decode["ep"], 8);
   EXPECT_EQ(decode["max_running"], 16);
+  EXPECT_EQ(decode["moe_all_to_all"], false) << "EP at dp 1: the tokens are on every GPU already";
   EXPECT_EQ(decode["weights"], "nvfp4");
   EXPECT_EQ(decode["kv_dtype"], "fp8");
   const nlohmann::json& prefill = pools[1];
@@ -85,6 +87,7 @@ TEST(RowScenario, ADisaggregatedRowIsAPrefillAndADecodePool) {
   EXPECT_EQ(prefill["tp"], 4);
   EXPECT_EQ(prefill["dp"], 1);
   EXPECT_EQ(prefill["ep"], 4);
+  EXPECT_EQ(prefill["moe_all_to_all"], false);
   EXPECT_FALSE(prefill.contains("max_running"));  // prefill_batch_size is not a limit of the server's
   EXPECT_EQ(prefill["weights"], "nvfp4");
 }
@@ -114,14 +117,14 @@ TEST(RowScenario, ADeploymentLargerThanANodeTakesSeveralNodes) {
   EXPECT_FALSE(map_row(r).scenario->at("deployment")["pools"][0].contains("max_running"));  // batch not recorded
 }
 
-// The row's backend prices the kernels where the GPU profile holds its measured tables (GB200: sglang,
-// trtllm); elsewhere the roofline does.
+// The row's backend prices the kernels where the GPU profile holds its measured tables (GB200, B200:
+// sglang, trtllm); elsewhere (vLLM) the roofline does.
 TEST(RowScenario, TheBackendsMeasuredKernelsPriceTheRowWhereTheGpuHasThem) {
   EXPECT_EQ(map_row(deepseek_on_gb200()).scenario->at("cluster")["kernel_library"], "trtllm");
   MeasuredRow vllm = deepseek_on_gb200();
   vllm.backend = "vllm";
   EXPECT_EQ(map_row(vllm).scenario->at("cluster")["kernel_library"], "roofline");
-  EXPECT_EQ(map_row(glm5_on_hgx_b200()).scenario->at("cluster")["kernel_library"], "roofline");  // B200: none copied
+  EXPECT_EQ(map_row(glm5_on_hgx_b200()).scenario->at("cluster")["kernel_library"], "sglang");
 }
 
 TEST(RowScenario, AnUnknownSystemIsNotExpressible) {

@@ -88,6 +88,18 @@ TEST(DeploymentCheck, EpOnlyFeaturesOnOneGpuAreNamed) {
   expect_has(with("two_batch_overlap=true"), "deployment.pools[0].two_batch_overlap:");
 }
 
+// moe_all_to_all false keeps each token where the attention TP all-reduce left it: EP over the TP group only.
+TEST(DeploymentCheck, EpWithoutAllToAllNeedsEpOverTheTpGroup) {
+  EXPECT_EQ(build_error({kPrefill + "ep=8", kPrefill + "moe_all_to_all=false"}), "");  // TP8 + EP8
+  EXPECT_EQ(build_error({kDep + "dp=1", kDep + "tp=8", kDep + "moe_all_to_all=false"}), "");
+  expect_has(load_error({kDep + "moe_all_to_all=false"}),  // DP8 x EP8
+             "deployment.pools[0].moe_all_to_all: false keeps the tokens where the attention TP all-reduce left them");
+  expect_has(load_error({kPrefill + "moe_all_to_all=false"}), "deployment.pools[1].moe_all_to_all:");  // ep 1
+  expect_has(load_error({kDep + "dp=1", kDep + "tp=8", kDep + "moe_all_to_all=false", kDep + "two_batch_overlap=true"}),
+             "deployment.pools[0].moe_all_to_all: false has no dispatch or combine for two-batch or single-batch overlap");
+  expect_has(load_error({kDep + "moe_all_to_all=3"}), "deployment.pools[0].moe_all_to_all:");
+}
+
 TEST(DeploymentCheck, SingleBatchOverlapNeedsEpInADecodingPoolAndSmsLeftForTheGemm) {
   EXPECT_EQ(build_error({kDep + "single_batch_overlap=true", kDep + "sbo_combine_sms=3"}), "");
   expect_has(load_error({kDep + "ep=1", kDep + "single_batch_overlap=true"}),

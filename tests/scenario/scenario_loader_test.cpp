@@ -108,8 +108,8 @@ TEST_F(ScenarioFile, AKernelLibraryTheGpuHasNoTablesForIsNamedWithThoseItHas) {
                    "roofline, sglang, trtllm)"),
             std::string::npos)
       << e;
-  EXPECT_NE(error_of(kMinimal, {"cluster.gpu_profile=h200", "cluster.kernel_library=trtllm"})
-                .find("h200 has no measured kernel tables for it (expected one of: roofline)"),
+  EXPECT_NE(error_of(kMinimal, {"cluster.gpu_profile=h800", "cluster.kernel_library=trtllm"})
+                .find("h800 has no measured kernel tables for it (expected one of: roofline)"),
             std::string::npos);
   EXPECT_NE(error_of(kMinimal, {"cluster.kernel_library=3"}).find("cluster.kernel_library"), std::string::npos);
 }
