@@ -83,7 +83,7 @@ std::vector<hal::DeviceId> first_gpus(int n) {
 
 const std::vector<std::string> kProfiles = {"gb300-nvl72", "gb200-nvl72", "hgx-b200", "hgx-h100", "hgx-h200"};
 // The profiles with the kernel libraries' own all-reduce measured.
-const std::vector<std::string> kLibraryProfiles = {"gb300-nvl72", "gb200-nvl72", "hgx-h100"};
+const std::vector<std::string> kLibraryProfiles = {"gb300-nvl72", "gb200-nvl72", "hgx-b200", "hgx-h100", "hgx-h200"};
 
 // Every third interior size of every (op, GPUs) curve held out and predicted from the rest, for NCCL's
 // tables and the kernel libraries' own all-reduce.
