@@ -5,6 +5,7 @@
 #include <variant>
 
 #include "engine/hal/hal_error.h"
+#include "fakegpu/dsa_decode_module.h"
 
 namespace nvl::fakegpu {
 
@@ -61,6 +62,38 @@ KernelCost CostModel::cost(const hal::KernelDesc& k, rt::Duration overhead) cons
   return out;
 }
 
+void CostModel::cost_list(std::span<const hal::KernelDesc> kernels, rt::Duration overhead,
+                          std::vector<KernelCost>& out) const {
+  const std::size_t first = out.size();
+  for (const hal::KernelDesc& k : kernels) out.push_back(cost(k, overhead));
+  if (!measured_.dsa_decode) return;
+  const auto block = find_dsa_decode_module(kernels);
+  if (!block) return;
+  const auto table = measured_.dsa_decode->time_ns(
+      block->gemm_dtype, block->kv_dtype, block->heads, block->batch, block->kv_len, [&](double batch, double kv_len) {
+        return dsa_decode_roofline_ns(block->gemm_dtype, block->kv_dtype, block->heads, batch, kv_len);
+      });
+  if (!table) return;
+  // The table times the block from its first kernel's start to its last one's end, node overheads included.
+  double work = 0;
+  double overheads = 0;
+  for (std::size_t i = 0; i < kernels.size(); ++i) {
+    if (kernels[i].kind == hal::KernelKind::elementwise) continue;
+    const KernelCost& c = out[first + i];
+    work += std::max(c.compute_ns, c.memory_ns);
+    overheads += c.overhead_ns;
+  }
+  if (work <= 0) return;
+  const double scale = std::max(0.0, *table - overheads) / work;
+  for (std::size_t i = 0; i < kernels.size(); ++i) {
+    if (kernels[i].kind == hal::KernelKind::elementwise) continue;
+    KernelCost& c = out[first + i];
+    c.compute_ns *= scale;
+    c.memory_ns *= scale;
+    c.measured = true;
+  }
+}
+
 std::optional<double> CostModel::measured_ns(const hal::KernelDesc& k) const {
   if (measured_.gemm && k.kind == hal::KernelKind::gemm && measured_.gemm->has(k.dtype)) {
     if (const auto* g = std::get_if<hal::GemmShape>(&k.shape)) {
@@ -68,6 +101,13 @@ std::optional<double> CostModel::measured_ns(const hal::KernelDesc& k) const {
         return gemm_roofline_ns(k.dtype, m, n, d);
       });
     }
+  }
+  if (measured_.moe && k.kind == hal::KernelKind::moe_gemm && measured_.moe->has(k.dtype)) {
+    const auto* g = std::get_if<hal::GroupedGemmShape>(&k.shape);
+    if (g == nullptr || !g->fused) return std::nullopt;
+    return measured_.moe->time_ns(k.dtype, g->hidden, *g->fused, [&](double tokens) {
+      return fused_moe_roofline_ns(k.dtype, g->hidden, *g->fused, tokens);
+    });
   }
   if (measured_.mla_decode && k.kind == hal::KernelKind::attn_decode && measured_.mla_decode->has(k.dtype)) {
     const auto* a = std::get_if<hal::AttentionShape>(&k.shape);
@@ -95,6 +135,38 @@ double CostModel::mla_decode_roofline_ns(hal::DType kv_dtype, std::int64_t heads
   const double bytes = batch * kv_len * kMlaKeyWidth * hal::bits_of(kv_dtype) / 8 +
                        2.0 * q * static_cast<double>(heads) * kMlaHeadWidth;  // BF16 queries in, outputs out
   return 1e9 * std::max(flops / peak_flops_per_s_[static_cast<std::size_t>(kv_dtype)], bytes / hbm_bytes_per_s_);
+}
+
+double CostModel::fused_moe_roofline_ns(hal::DType dtype, std::int64_t hidden, const hal::FusedMoeShape& op,
+                                        double tokens) const {
+  const double pairs = tokens * static_cast<double>(op.topk) / static_cast<double>(op.ep);
+  const double experts_read = std::min(pairs, static_cast<double>(op.experts) / static_cast<double>(op.ep));
+  const double params =
+      3.0 * static_cast<double>(hidden) * static_cast<double>(op.expert_inter) / static_cast<double>(op.tp);
+  const double flops = 2 * pairs * params;
+  // The experts read once; every token's BF16 hidden state in and out.
+  const double bytes = experts_read * params * hal::bits_of(dtype) / 8 + tokens * static_cast<double>(hidden) * 4;
+  return 1e9 * std::max(flops / peak_flops_per_s_[static_cast<std::size_t>(dtype)], bytes / hbm_bytes_per_s_);
+}
+
+double CostModel::dsa_decode_roofline_ns(hal::DType gemm_dtype, hal::DType kv_dtype, std::int64_t heads,
+                                         double batch, double kv_len) const {
+  using namespace glm5;
+  const auto h = static_cast<double>(heads);
+  const double index_heads = static_cast<double>(kIndexHeads) * h / kHeads;  // split across ranks as the heads are
+  // Fused q_a/kv_a, q_b, the indexer's q and k, the absorbed k and v, o.
+  const double params = static_cast<double>(kHidden * (kQLora + kLatent + kRope)) + kQLora * h * (kQkNope + kRope) +
+                        kQLora * index_heads * kIndexHeadDim + static_cast<double>(kHidden * kIndexHeadDim) +
+                        h * kLatent * (kQkNope + kVHead) + h * kVHead * kHidden;
+  const double attended = std::min(kv_len, static_cast<double>(kIndexTopk));
+  const auto peak = [&](hal::DType d) { return peak_flops_per_s_[static_cast<std::size_t>(d)]; };
+  const double compute_s = 2 * batch * params / peak(gemm_dtype) +
+                           2 * batch * kv_len * index_heads * kIndexHeadDim / peak(hal::DType::fp8) +
+                           2 * batch * attended * h * (kLatent + kRope + kLatent) / peak(kv_dtype);
+  // FP8 index keys with a 4-byte scale each; the attended latent keys in the KV dtype.
+  const double bytes = params * hal::bits_of(gemm_dtype) / 8 + batch * kv_len * (kIndexHeadDim + 4) +
+                       batch * attended * (kLatent + kRope) * hal::bits_of(kv_dtype) / 8;
+  return 1e9 * std::max(compute_s, bytes / hbm_bytes_per_s_);
 }
 
 double CostModel::gemm_roofline_ns(hal::DType dtype, std::int64_t m, std::int64_t n, std::int64_t k) const {

@@ -7,11 +7,16 @@
 // With a kernel library's measured tables in use, a GEMM of a dtype the GEMM table holds, and an MLA
 // decode attention of a KV dtype and head count the MLA table holds, cost what the table says for their
 // shape (MeasuredGemmTable, MeasuredMlaDecodeTable), their compute and memory parts scaled together to
-// that time so that SM shares and throttles still apply as they would to the roofline's.
+// that time so that SM shares and throttles still apply as they would to the roofline's; so does a fused
+// MoE op (FusedMoeShape) the MoE table holds (MeasuredMoeTable). In a list of
+// kernels, a DSA decode attention block the DSA module table holds costs what the table says for the
+// whole block (find_dsa_decode_module), its kernels scaled together to that time.
 #include <array>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
+#include <vector>
 
 #include "emu/rt/time.h"
 #include "engine/hal/kernel.h"
@@ -27,6 +32,9 @@ class CostModel {
 
   // Throws HalError when the device has no peak for the kernel's dtype (e.g. FP4 on Hopper).
   KernelCost cost(const hal::KernelDesc& k, rt::Duration overhead) const;
+  // The costs of a list's kernels (a graph's KernelsNode), appended to `out` in order: each as cost()
+  // prices it, but for a measured DSA decode module. Throws as cost() does.
+  void cost_list(std::span<const hal::KernelDesc> kernels, rt::Duration overhead, std::vector<KernelCost>& out) const;
   // A kernel launched on its own, with the whole device at nominal clock.
   rt::Duration kernel_time(const hal::KernelDesc& k) const;
   // From now on kernels are priced from `tables` where they hold their shape (empty: the roofline only).
@@ -49,6 +57,15 @@ class CostModel {
   // `batch` sequences of `queries` queries each attending `kv_len` keys of the latent KV (DeepSeek-V3's
   // MLA geometry, as the measured table's) with `heads` heads.
   double mla_decode_roofline_ns(hal::DType kv_dtype, std::int64_t heads, double batch, double queries,
+                                double kv_len) const;
+
+  // A fused MoE op of `tokens` (FusedMoeShape): the experts its tokens choose read once, balanced.
+  double fused_moe_roofline_ns(hal::DType dtype, std::int64_t hidden, const hal::FusedMoeShape& op,
+                               double tokens) const;
+  // GLM-5's decode attention block (the DSA module tables' geometry) for `batch` queries of sequences of
+  // `kv_len` cached tokens: projection weights read once, the indexer scoring every key, the sparse
+  // attention over at most the top-k.
+  double dsa_decode_roofline_ns(hal::DType gemm_dtype, hal::DType kv_dtype, std::int64_t heads, double batch,
                                 double kv_len) const;
 
   hal::DeviceId device_;

@@ -13,7 +13,7 @@ std::span<const KernelCost> KernelListCosts::costs(const hal::SharedKernels& ker
   }
   Entry& e = free != nullptr ? *free : entries_.emplace_back();
   e.costs.clear();
-  for (const hal::KernelDesc& k : *kernels) e.costs.push_back(model_.cost(k, overhead_));
+  model_.cost_list(*kernels, overhead_, e.costs);
   e.kernels = kernels;  // only once priced: a kernel the device cannot run throws half way
   e.graph = graph_;
   return e.costs;

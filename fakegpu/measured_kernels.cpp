@@ -8,6 +8,10 @@ MeasuredKernels MeasuredKernels::load(const MeasuredKernelFiles& files) {
   if (!files.mla_decode.empty()) {
     k.mla_decode = std::make_shared<const MeasuredMlaDecodeTable>(MeasuredMlaDecodeTable::load(files.mla_decode));
   }
+  if (!files.dsa_decode.empty()) {
+    k.dsa_decode = std::make_shared<const MeasuredDsaDecodeTable>(MeasuredDsaDecodeTable::load(files.dsa_decode));
+  }
+  if (!files.moe.empty()) k.moe = std::make_shared<const MeasuredMoeTable>(MeasuredMoeTable::load(files.moe));
   return k;
 }
 

@@ -235,7 +235,7 @@ void LayerKernels::shared_expert(std::int64_t tokens, std::vector<KernelDesc>& o
 
 void LayerKernels::grouped_gemm(const char* name, std::int64_t parts, std::int64_t expert_tokens,
                                 std::int64_t experts_read, std::int64_t in, std::int64_t out_dim,
-                                std::vector<KernelDesc>& out) const {
+                                const std::optional<hal::FusedMoeShape>& fused, std::vector<KernelDesc>& out) const {
   if (experts_read <= 0) return;
   const std::int64_t h = model_.hidden_size;
   const std::int64_t inter = model_.moe_intermediate_size;
@@ -246,28 +246,33 @@ void LayerKernels::grouped_gemm(const char* name, std::int64_t parts, std::int64
   out.push_back(KernelDesc{KernelKind::moe_gemm, dt, 2 * u64(parts) * u64(expert_tokens) * u64(h) * u64(inter),
                            weight_bytes(experts_read * parts * h * inter, dt) +
                                u64(expert_tokens * (in + out_dim) * kActivationBytes),
-                           name, hal::GroupedGemmShape{expert_tokens, experts_read, h, inter, parts}});
+                           name, hal::GroupedGemmShape{expert_tokens, experts_read, h, inter, parts, fused}});
+}
+
+hal::FusedMoeShape LayerKernels::fused_moe(std::int64_t tokens, std::int64_t tp, std::int64_t ep) const {
+  return hal::FusedMoeShape{tokens, model_.num_experts_per_tok, model_.n_routed_experts, model_.moe_intermediate_size,
+                            tp, ep};
 }
 
 void LayerKernels::routed_experts(std::int64_t expert_tokens, std::int64_t experts_read,
-                                  std::vector<KernelDesc>& out) const {
+                                  const std::optional<hal::FusedMoeShape>& fused, std::vector<KernelDesc>& out) const {
   // Reads the hidden state, writes gate and up, reads them, writes the intermediate, reads it, writes
   // the output: 2h + 3 intermediate activations a pair.
   const std::int64_t h = model_.hidden_size;
-  grouped_gemm("moe.experts", 3, expert_tokens, experts_read, h, h + 3 * model_.moe_intermediate_size, out);
+  grouped_gemm("moe.experts", 3, expert_tokens, experts_read, h, h + 3 * model_.moe_intermediate_size, fused, out);
 }
 
 void LayerKernels::routed_experts_gate_up(std::int64_t expert_tokens, std::int64_t experts_read,
                                           std::vector<KernelDesc>& out) const {
   // Reads the hidden state, writes the activated intermediate (gate and up fused with the activation).
   grouped_gemm("moe.experts_gate_up", 2, expert_tokens, experts_read, model_.hidden_size,
-               2 * model_.moe_intermediate_size, out);
+               2 * model_.moe_intermediate_size, std::nullopt, out);
 }
 
 void LayerKernels::routed_experts_down(std::int64_t expert_tokens, std::int64_t experts_read,
                                        std::vector<KernelDesc>& out) const {
   grouped_gemm("moe.experts_down", 1, expert_tokens, experts_read, model_.moe_intermediate_size,
-               model_.hidden_size, out);
+               model_.hidden_size, std::nullopt, out);
 }
 
 void LayerKernels::routed_expert_slices(std::int64_t pairs, std::int64_t moe_tp, std::int64_t experts_read,
@@ -280,7 +285,9 @@ void LayerKernels::routed_expert_slices(std::int64_t pairs, std::int64_t moe_tp,
   out.push_back(KernelDesc{KernelKind::moe_gemm, dt, 6 * u64(pairs) * u64(h) * u64(inter) / u64(moe_tp),
                            weight_bytes(experts_read * 3 * h * inter / moe_tp, dt) +
                                u64(pairs * 2 * h * kActivationBytes) + u64(pairs * 3 * inter * kActivationBytes / moe_tp),
-                           "moe.experts", hal::GroupedGemmShape{pairs, experts_read, h, inter / moe_tp, 3}});
+                           "moe.experts",
+                           hal::GroupedGemmShape{pairs, experts_read, h, inter / moe_tp, 3,
+                                                 fused_moe(pairs / model_.num_experts_per_tok, moe_tp, 1)}});
 }
 
 void LayerKernels::head(std::int64_t sampled_tokens, std::vector<KernelDesc>& out) const {

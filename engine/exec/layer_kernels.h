@@ -5,6 +5,7 @@
 // expanded (MHA) form, DSA attends to at most index_topk keys per query and scores every cached key
 // with its indexer. A multiply-add counts two FLOPs.
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "engine/exec/rank_batch.h"
@@ -30,11 +31,16 @@ class LayerKernels {
   void moe_gate_and_shared(std::int64_t tokens, std::vector<hal::KernelDesc>& out) const;
   void moe_gate(std::int64_t tokens, std::vector<hal::KernelDesc>& out) const;
   void shared_expert(std::int64_t tokens, std::vector<hal::KernelDesc>& out) const;
+  // The fused MoE op of `tokens` on a GPU that routes them itself, the experts split `tp` ways within and
+  // `ep` ways across.
+  hal::FusedMoeShape fused_moe(std::int64_t tokens, std::int64_t tp, std::int64_t ep) const;
   // One MoE layer's routed experts on this rank: `expert_tokens` token-expert pairs over `experts_read`
-  // experts (those with a token), whose weights are read. One fused kernel; or, for single-batch
-  // overlap (whose combine sends each expert's outputs as the down GEMM finishes them), its two
-  // grouped GEMMs apart: gate-up with the activation, then down.
-  void routed_experts(std::int64_t expert_tokens, std::int64_t experts_read, std::vector<hal::KernelDesc>& out) const;
+  // experts (those with a token), whose weights are read; `fused`, the op they are, where the rank routes
+  // its tokens itself. One fused kernel; or, for single-batch overlap (whose combine sends each expert's
+  // outputs as the down GEMM finishes them), its two grouped GEMMs apart: gate-up with the activation,
+  // then down.
+  void routed_experts(std::int64_t expert_tokens, std::int64_t experts_read,
+                      const std::optional<hal::FusedMoeShape>& fused, std::vector<hal::KernelDesc>& out) const;
   void routed_experts_gate_up(std::int64_t expert_tokens, std::int64_t experts_read,
                               std::vector<hal::KernelDesc>& out) const;
   void routed_experts_down(std::int64_t expert_tokens, std::int64_t experts_read,
@@ -64,7 +70,8 @@ class LayerKernels {
   // `parts` of the routed experts' three weight matrices (gate, up, down) as one grouped GEMM whose
   // pairs read `in` and write `out_dim` activations each.
   void grouped_gemm(const char* name, std::int64_t parts, std::int64_t expert_tokens, std::int64_t experts_read,
-                    std::int64_t in, std::int64_t out_dim, std::vector<hal::KernelDesc>& out) const;
+                    std::int64_t in, std::int64_t out_dim, const std::optional<hal::FusedMoeShape>& fused,
+                    std::vector<hal::KernelDesc>& out) const;
   // What the attention kernels need of a batch, summed over its spans in one pass.
   struct SpanSums {
     std::int64_t prefill_tokens = 0;

@@ -113,10 +113,16 @@ std::shared_ptr<const hal::Graph> StepGraphBuilder::moe_layer(std::int64_t n, co
   const auto& gate_and_shared =
       kept(gate_and_shared_, n, 0, [&](auto& out) { kernels_.moe_gate_and_shared(n, out); });
   const hal::SharedKernels* experts = nullptr;
+  const bool all_to_all = routing != nullptr && opts_.ep_all_to_all;
   if (routing != nullptr) {
     const std::int64_t expert_tokens = routing->expert_tokens;
     const std::int64_t hit = routing->slots_hit;
-    experts = &kept(experts_, expert_tokens, hit, [&](auto& out) { kernels_.routed_experts(expert_tokens, hit, out); });
+    // Without the all-to-alls every GPU of the EP group holds all `n` tokens and routes them itself.
+    std::optional<hal::FusedMoeShape> fused;
+    if (!all_to_all) fused = kernels_.fused_moe(n, 1, static_cast<std::int64_t>(opts_.ep_group->members().size()));
+    experts = &kept(
+        experts_, expert_tokens, hit, [&](auto& out) { kernels_.routed_experts(expert_tokens, hit, fused, out); },
+        fused ? n : 0);
   } else if (opts_.moe_tp_group) {
     const auto moe_tp = static_cast<std::int64_t>(opts_.moe_tp_group->members().size());
     const std::int64_t pairs = gathered * kernels_.model().num_experts_per_tok;
@@ -129,7 +135,10 @@ std::shared_ptr<const hal::Graph> StepGraphBuilder::moe_layer(std::int64_t n, co
     const std::int64_t tp = opts_.tp_group ? static_cast<std::int64_t>(opts_.tp_group->members().size()) : 1;
     const std::int64_t expert_tokens = (n * kernels_.model().num_experts_per_tok + tp - 1) / tp;
     const std::int64_t read = (experts_hit() + tp - 1) / tp;
-    experts = &kept(experts_, expert_tokens, read, [&](auto& out) { kernels_.routed_experts(expert_tokens, read, out); });
+    const hal::FusedMoeShape fused = kernels_.fused_moe(n, tp, 1);
+    experts = &kept(
+        experts_, expert_tokens, read, [&](auto& out) { kernels_.routed_experts(expert_tokens, read, fused, out); },
+        n);
   }
 
   hal::Graph& layer = body(into, "moe_layer");
@@ -137,7 +146,6 @@ std::shared_ptr<const hal::Graph> StepGraphBuilder::moe_layer(std::int64_t n, co
   add_list(layer, attention);
   add_all_reduce(layer, attn_all_reduce_, n);
   add_list(layer, gate_and_shared);
-  const bool all_to_all = routing != nullptr && opts_.ep_all_to_all;
   if (all_to_all) layer.add(hal::CollectiveCall{opts_.ep_group, opts_.rank, routing->dispatch});
   add_collective(layer, moe_gather_, opts_.moe_tp_group, opts_.rank, gathered);
   add_list(layer, *experts);

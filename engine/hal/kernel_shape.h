@@ -3,6 +3,7 @@
 // interface needs to launch the real kernel, and what a table of measured timings is looked up by.
 // Each kind of kernel that has one carries its own; norms, activations and the sampler carry none.
 #include <cstdint>
+#include <optional>
 #include <variant>
 
 namespace nvl::hal {
@@ -22,6 +23,18 @@ struct BatchedGemmShape {
   std::int64_t k = 0;
 };
 
+// A fused MoE op as kernel libraries launch it on tokens they route themselves: every GPU of the group
+// holds every token (MoE TP, or EP without all-to-alls), picks each token's top-k experts and runs those
+// it holds. Experts sharded `tp` ways within, `ep` ways across.
+struct FusedMoeShape {
+  std::int64_t tokens = 0;  // entering the op on this GPU
+  std::int64_t topk = 0;
+  std::int64_t experts = 0;       // the model's routed experts
+  std::int64_t expert_inter = 0;  // an expert's whole intermediate dimension
+  std::int64_t tp = 1;
+  std::int64_t ep = 1;
+};
+
 // A grouped GEMM over the experts a GPU holds: `pairs` token-expert pairs spread over `experts_read`
 // experts (those with a token), each expert [hidden x inter] per weight matrix; `matrices` of the
 // expert's three (gate, up, down) run in this kernel.
@@ -31,6 +44,9 @@ struct GroupedGemmShape {
   std::int64_t hidden = 0;
   std::int64_t inter = 0;  // this GPU's part of each expert's intermediate dimension
   std::int64_t matrices = 3;
+  // The fused op it is all of, where the GPU routes its tokens itself; none where the tokens arrive
+  // dispatched by an all-to-all.
+  std::optional<FusedMoeShape> fused;
 };
 
 // Attention over a batch of sequences: `q_tokens` queries in all, attending to `kv_tokens` cached and

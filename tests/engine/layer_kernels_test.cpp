@@ -42,7 +42,7 @@ TEST(LayerKernels, MatmulFlopsOfAWholeForwardAreTwicePerActiveParameter) {
         lk.dense_ffn(n, ks);
       } else {
         lk.moe_gate_and_shared(n, ks);
-        lk.routed_experts(n * m.num_experts_per_tok, m.n_routed_experts, ks);
+        lk.routed_experts(n * m.num_experts_per_tok, m.n_routed_experts, std::nullopt, ks);
       }
     }
     lk.head(batch.sampled_tokens(), ks);
@@ -67,7 +67,7 @@ TEST(LayerKernels, ShapesCarryTheWorkTheirFlopsCount) {
     std::vector<KernelDesc> ks;
     lk.attention(batch, false, ks);
     lk.moe_gate_and_shared(batch.tokens(), ks);
-    lk.routed_experts(batch.tokens() * 8, 12, ks);
+    lk.routed_experts(batch.tokens() * 8, 12, std::nullopt, ks);
     lk.routed_experts_gate_up(batch.tokens() * 8, 12, ks);
     lk.routed_experts_down(batch.tokens() * 8, 12, ks);
     lk.routed_expert_slices(batch.tokens() * 8, 4, 12, ks);

@@ -97,7 +97,7 @@ TEST_F(StepGraphBuilderTest, AStepHoldsEveryLayersKernelsAndTwoAllToAllsPerMoeLa
   kernels.dense_ffn(8, ffn);
   kernels.moe_gate_and_shared(8, gate);
   // Rank 1 computes 2 pairs of each of the 21 tokens, over the two of its experts they chose.
-  kernels.routed_experts(42, 2, experts);
+  kernels.routed_experts(42, 2, std::nullopt, experts);
   kernels.head(8, head);
   const auto dense = static_cast<std::size_t>(model.first_k_dense_replace);
   const auto moe = static_cast<std::size_t>(model.num_hidden_layers) - dense;
@@ -256,6 +256,52 @@ TEST_F(StepGraphBuilderTest, AttentionDpWithMoeTpGathersEveryRanksTokensAroundTh
   EXPECT_TRUE(found);
   // A rank without tokens still gathers the others' and runs its slice of the experts on them.
   EXPECT_EQ(moe_tp.build(RankBatch{}, std::vector<std::int64_t>{0, 0, 5, 0}).collective_count(), 2 * moe_layers);
+}
+
+// The routed experts' fused op, as the graph launches it (none where the tokens arrive dispatched).
+std::optional<hal::FusedMoeShape> fused_op_of(const hal::Graph& g) {
+  for (const auto& list : lists_of(g)) {
+    for (const hal::KernelDesc& k : *list) {
+      if (k.kind == hal::KernelKind::moe_gemm) return std::get<hal::GroupedGemmShape>(k.shape).fused;
+    }
+  }
+  ADD_FAILURE() << "no routed experts";
+  return std::nullopt;
+}
+
+TEST_F(StepGraphBuilderTest, TheFusedMoeOpIsNamedWhereEveryGpuRoutesItsOwnTokens) {
+  const std::vector<std::int64_t> tokens{4, 4, 4, 4};
+  route(tokens);
+  const RankBatch batch = decodes(16, 3'000);
+  const auto expect_op = [&](const hal::Graph& g, std::int64_t n, std::int64_t tp, std::int64_t ep) {
+    const auto op = fused_op_of(g);
+    ASSERT_TRUE(op.has_value());
+    EXPECT_EQ(op->tokens, n);
+    EXPECT_EQ(op->tp, tp);
+    EXPECT_EQ(op->ep, ep);
+    EXPECT_EQ(op->topk, model.num_experts_per_tok);
+    EXPECT_EQ(op->experts, model.n_routed_experts);
+    EXPECT_EQ(op->expert_inter, model.moe_intermediate_size);
+  };
+  // EP with all-to-alls: the GPU gets its pairs dispatched, so no fused op of its own.
+  EXPECT_FALSE(fused_op_of(builder.build(batch, tokens)).has_value());
+  // EP over the TP group without all-to-alls: all 16 tokens on every GPU, experts split 4 ways across.
+  const StepGraphBuilder replicated{kernels, &traffic,
+                                    StepGraphOptions{.ep_group = group, .tp_group = group, .rank = 1,
+                                                     .local_experts = 64, .mtp = false, .ep_all_to_all = false}};
+  expect_op(replicated.build(batch, tokens), 16, 1, 4);
+  // TP4 without EP: every expert split 4 ways within, over the batch's 16 tokens.
+  const LayerKernels tp4{model, 4, WeightDtypes{}, hal::DType::fp8};
+  const StepGraphBuilder tensor{tp4, nullptr,
+                                StepGraphOptions{.ep_group = nullptr, .tp_group = group, .rank = 1,
+                                                 .local_experts = 256, .mtp = false}};
+  expect_op(tensor.build(batch, tokens), 16, 4, 1);
+  // Attention DP + MoE TP: the 8 + 3 + 5 + 0 gathered tokens, every expert split 4 ways within.
+  const StepGraphBuilder moe_tp{kernels, nullptr,
+                                StepGraphOptions{.ep_group = nullptr, .tp_group = nullptr, .rank = 1,
+                                                 .local_experts = 256, .mtp = false, .tp_rank = std::nullopt,
+                                                 .moe_tp_group = group}};
+  expect_op(moe_tp.build(decodes(3, 3'000), std::vector<std::int64_t>{8, 3, 5, 0}), 16, 4, 1);
 }
 
 }  // namespace

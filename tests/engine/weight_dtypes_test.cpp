@@ -79,7 +79,7 @@ class Nvfp4Pricing : public ::testing::Test {
   // The routed experts of one MoE layer on a rank holding 4 experts.
   hal::KernelDesc experts(const LayerKernels& lk, std::int64_t expert_tokens) const {
     std::vector<hal::KernelDesc> out;
-    lk.routed_experts(expert_tokens, 4, out);
+    lk.routed_experts(expert_tokens, 4, std::nullopt, out);
     return out.at(0);
   }
 };

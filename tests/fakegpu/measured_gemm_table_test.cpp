@@ -16,6 +16,7 @@
 #include "fakegpu/gpu_fleet.h"
 #include "fakegpu/measured_gemm_table.h"
 #include "fakegpu/profile_library.h"
+#include "measured_table_rows.h"
 #include "rig.h"
 
 namespace nvl::fakegpu {
@@ -37,27 +38,15 @@ std::filesystem::path table_file(const std::string& library, const std::string& 
 }
 
 std::vector<Point> read_points(const std::filesystem::path& file) {
-  std::ifstream in(file);
-  std::vector<Point> out;
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.empty() || line[0] == '#' || line.rfind("dtype", 0) == 0) continue;
-    Point p;
-    p.line = line;
-    std::replace(line.begin(), line.end(), ',', ' ');
-    std::istringstream fields(line);
-    fields >> p.dtype >> p.m >> p.n >> p.k >> p.us;
-    out.push_back(p);
-  }
-  return out;
+  return testing::points_of<Point>(file, [](std::istream& in, Point& p) {
+    in >> p.dtype >> p.m >> p.n >> p.k >> p.us;
+  });
 }
 
 std::filesystem::path write_table(const std::vector<Point>& points, const std::string& name) {
-  const auto file = std::filesystem::temp_directory_path() / ("nvl_gemm_" + name + ".csv");
-  std::ofstream out(file);
-  out << "# test table\ndtype,m,n,k,latency_us\n";
-  for (const Point& p : points) out << p.line << '\n';
-  return file;
+  std::vector<std::string> rows;
+  for (const Point& p : points) rows.push_back(p.line);
+  return testing::write_rows("gemm_" + name, "dtype,m,n,k,latency_us", rows);
 }
 
 // GB300's roofline at its peaks (fakegpu/profiles/gb300.json): what utilisation is relative to.
@@ -160,7 +149,9 @@ TEST(MeasuredGemmTable, AGemmCostsWhatTheTableSaysAndTheRestTheRoofline) {
   const DeviceProfile& profile = rig.fleet->profile();
   CostModel plain(profile, 0);
   CostModel measured(profile, 0);
-  measured.use_measured_kernels({std::make_shared<const MeasuredGemmTable>(MeasuredGemmTable::load(table_file("sglang"))), nullptr});
+  MeasuredKernels tables;
+  tables.gemm = std::make_shared<const MeasuredGemmTable>(MeasuredGemmTable::load(table_file("sglang")));
+  measured.use_measured_kernels(tables);
   // A measured point: find one on the table (fp8, m 64, the first site).
   const std::vector<Point> all = read_points(table_file("sglang"));
   const auto p = std::find_if(all.begin(), all.end(), [](const Point& q) { return q.dtype == "fp8" && q.m == 64; });
@@ -205,16 +196,7 @@ TEST(MeasuredGemmTable, AKernelLibraryTheProfileLacksIsNamedWithThoseItHas) {
 }
 
 TEST(MeasuredGemmTable, BadFilesAreNamedByLine) {
-  const auto error_of = [](const std::string& text) -> std::string {
-    const auto file = std::filesystem::temp_directory_path() / "nvl_gemm_bad.csv";
-    std::ofstream(file) << text;
-    try {
-      (void)MeasuredGemmTable::load(file);
-    } catch (const rt::InputError& e) {
-      return e.what();
-    }
-    return "";
-  };
+  const auto error_of = testing::load_error<MeasuredGemmTable>;
   EXPECT_NE(error_of("m,n,k\n").find("line 1: expected the header dtype,m,n,k,latency_us"), std::string::npos);
   EXPECT_NE(error_of("# c\ndtype,m,n,k,latency_us\nfp9,1,2,3,4\n").find("line 3: 'fp9' is not a dtype"), std::string::npos);
   EXPECT_NE(error_of("dtype,m,n,k,latency_us\nfp8,1,2,3\n").find("line 2: expected 5 fields"), std::string::npos);

@@ -16,6 +16,7 @@
 #include "fakegpu/cost_model.h"
 #include "fakegpu/measured_mla_decode_table.h"
 #include "fakegpu/profile_library.h"
+#include "measured_table_rows.h"
 #include "rig.h"
 
 namespace nvl::fakegpu {
@@ -36,27 +37,15 @@ std::filesystem::path table_file(const std::string& gpu, const std::string& libr
 }
 
 std::vector<Point> read_points(const std::filesystem::path& file) {
-  std::ifstream in(file);
-  std::vector<Point> out;
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.empty() || line[0] == '#' || line.rfind("kv_dtype", 0) == 0) continue;
-    Point p;
-    p.line = line;
-    std::replace(line.begin(), line.end(), ',', ' ');
-    std::istringstream fields(line);
-    fields >> p.dtype >> p.heads >> p.batch >> p.kv_len >> p.us;
-    out.push_back(p);
-  }
-  return out;
+  return testing::points_of<Point>(file, [](std::istream& in, Point& p) {
+    in >> p.dtype >> p.heads >> p.batch >> p.kv_len >> p.us;
+  });
 }
 
 std::filesystem::path write_table(const std::vector<Point>& points, const std::string& name) {
-  const auto file = std::filesystem::temp_directory_path() / ("nvl_mla_" + name + ".csv");
-  std::ofstream out(file);
-  out << "kv_dtype,heads,batch,kv_len,latency_us\n";
-  for (const Point& p : points) out << p.line << '\n';
-  return file;
+  std::vector<std::string> rows;
+  for (const Point& p : points) rows.push_back(p.line);
+  return testing::write_rows("mla_" + name, "kv_dtype,heads,batch,kv_len,latency_us", rows);
 }
 
 // A roofline proportional to the KV read: what the held-out checks need of one (beyond-range points are
@@ -137,8 +126,10 @@ TEST(MeasuredMlaDecodeTable, DenseMlaDecodeCostsWhatTheTableSaysAndTheRestTheRoo
   const DeviceProfile& profile = rig.fleet->profile();
   CostModel plain(profile, 0);
   CostModel measured(profile, 0);
-  measured.use_measured_kernels({nullptr, std::make_shared<const MeasuredMlaDecodeTable>(
-                                              MeasuredMlaDecodeTable::load(table_file("gb300", "sglang")))});
+  MeasuredKernels tables;
+  tables.mla_decode =
+      std::make_shared<const MeasuredMlaDecodeTable>(MeasuredMlaDecodeTable::load(table_file("gb300", "sglang")));
+  measured.use_measured_kernels(tables);
   const std::vector<Point> all = read_points(table_file("gb300", "sglang"));
   const auto at = [&](std::int64_t batch, std::int64_t kv_len) {
     const auto p = std::find_if(all.begin(), all.end(), [&](const Point& q) {
@@ -181,16 +172,7 @@ TEST(MeasuredMlaDecodeTable, DenseMlaDecodeCostsWhatTheTableSaysAndTheRestTheRoo
 }
 
 TEST(MeasuredMlaDecodeTable, BadFilesAreNamedByLine) {
-  const auto error_of = [](const std::string& text) -> std::string {
-    const auto file = std::filesystem::temp_directory_path() / "nvl_mla_bad.csv";
-    std::ofstream(file) << text;
-    try {
-      (void)MeasuredMlaDecodeTable::load(file);
-    } catch (const rt::InputError& e) {
-      return e.what();
-    }
-    return "";
-  };
+  const auto error_of = testing::load_error<MeasuredMlaDecodeTable>;
   const std::string h = "kv_dtype,heads,batch,kv_len,latency_us\n";
   EXPECT_NE(error_of("heads\n").find("line 1: expected the header kv_dtype,heads,batch,kv_len,latency_us"),
             std::string::npos);

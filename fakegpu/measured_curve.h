@@ -1,0 +1,22 @@
+#pragma once
+// One measured latency curve over a size, read as every measured table reads its curves: piecewise-linear
+// between the measured sizes; below the smallest, its time (launch-bound); beyond the largest, its
+// utilisation (roofline time / measured time) held, so the time grows as the roofline does.
+#include <algorithm>
+#include <cstddef>
+#include <span>
+
+namespace nvl::fakegpu {
+
+// `at` ascending, `ns` the times there; `roofline(size)` the roofline time at a size.
+template <typename Roofline>
+double read_measured_curve(std::span<const double> at, std::span<const double> ns, double size,
+                           const Roofline& roofline) {
+  if (size <= at.front()) return ns.front();
+  if (size >= at.back()) return ns.back() * roofline(size) / roofline(at.back());
+  const auto hi = static_cast<std::size_t>(std::upper_bound(at.begin(), at.end(), size) - at.begin());
+  const std::size_t lo = hi - 1;
+  return ns[lo] + (ns[hi] - ns[lo]) * (size - at[lo]) / (at[hi] - at[lo]);
+}
+
+}  // namespace nvl::fakegpu
