@@ -4,19 +4,21 @@
 // utilisation (roofline time / measured time) held, so the time grows as the roofline does.
 #include <algorithm>
 #include <cstddef>
-#include <span>
+#include <vector>
 
 namespace nvl::fakegpu {
 
-// `at` ascending, `ns` the times there; `roofline(size)` the roofline time at a size.
-template <typename Roofline>
-double read_measured_curve(std::span<const double> at, std::span<const double> ns, double size,
+// `at` the measured sizes, ascending (integers or doubles), `ns` the times there; `roofline(size)` the
+// roofline time at a size.
+template <typename Sizes, typename Roofline>
+double read_measured_curve(const Sizes& at, const std::vector<double>& ns, typename Sizes::value_type size,
                            const Roofline& roofline) {
   if (size <= at.front()) return ns.front();
   if (size >= at.back()) return ns.back() * roofline(size) / roofline(at.back());
   const auto hi = static_cast<std::size_t>(std::upper_bound(at.begin(), at.end(), size) - at.begin());
   const std::size_t lo = hi - 1;
-  return ns[lo] + (ns[hi] - ns[lo]) * (size - at[lo]) / (at[hi] - at[lo]);
+  const double x = static_cast<double>(size - at[lo]) / static_cast<double>(at[hi] - at[lo]);
+  return ns[lo] + x * (ns[hi] - ns[lo]);
 }
 
 }  // namespace nvl::fakegpu

@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "emu/rt/measured_csv_reader.h"
+#include "fakegpu/measured_curve.h"
 #include "fakegpu/measured_dtype.h"
 
 namespace nvl::fakegpu {
@@ -56,11 +57,7 @@ std::size_t MeasuredGemmTable::points() const {
 }
 
 double MeasuredGemmTable::curve_ns(const Site& s, std::int64_t m, const Roofline& roofline) const {
-  if (m <= s.m.front()) return s.ns.front();
-  if (m >= s.m.back()) return s.ns.back() * roofline(m, s.n, s.k) / roofline(s.m.back(), s.n, s.k);
-  const auto hi = static_cast<std::size_t>(std::upper_bound(s.m.begin(), s.m.end(), m) - s.m.begin());
-  const double x = static_cast<double>(m - s.m[hi - 1]) / static_cast<double>(s.m[hi] - s.m[hi - 1]);
-  return s.ns[hi - 1] + x * (s.ns[hi] - s.ns[hi - 1]);
+  return read_measured_curve(s.m, s.ns, m, [&](std::int64_t at) { return roofline(at, s.n, s.k); });
 }
 
 std::optional<double> MeasuredGemmTable::time_ns(hal::DType dtype, std::int64_t m, std::int64_t n, std::int64_t k,
