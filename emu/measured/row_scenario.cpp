@@ -37,9 +37,12 @@ constexpr std::array<Precision, 3> kPrecisions = {{
     {"bf16", "bf16", "bf16"},
 }};
 
-// Measured requests after the warm-up: every slot of the closed loop turns over once more, and at least this
-// many, so that a small concurrency still averages over several requests.
-constexpr std::int64_t kMinMeasuredRequests = 16;
+// The benchmark protocol of NVIDIA Dynamo's serving benchmark (ai-dynamo/dynamo benchmarks/llm/perf.sh, AIPerf
+// with `--request-count $((concurrency*10)) --warmup-request-count $((concurrency*2))`): ten turns of every slot
+// measured after two of warm-up. The rows do not state their client's settings; this is the published recipe of
+// the framework that served the GB200 rows.
+constexpr std::int64_t kMeasuredTurnsPerSlot = 10;
+constexpr std::int64_t kWarmupTurnsPerSlot = 2;
 constexpr double kMaxSimSeconds = 36'000;  // above any row's runs: the request count ends them
 
 std::string lowered(std::string s) {
@@ -74,7 +77,7 @@ nlohmann::json pool(const std::string& name, const std::string& role, const Meas
 }  // namespace
 
 BenchSize bench_size(std::int64_t concurrency) {
-  return {.requests = std::max(concurrency, kMinMeasuredRequests), .warmup_requests = concurrency};
+  return {.requests = kMeasuredTurnsPerSlot * concurrency, .warmup_requests = kWarmupTurnsPerSlot * concurrency};
 }
 
 RowScenario map_row(const MeasuredRow& r) {

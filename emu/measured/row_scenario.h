@@ -13,8 +13,8 @@
 
 namespace nvl::emu {
 
-// How long a row runs: the first `warmup_requests` (the closed loop's opening burst) are left out of the
-// metrics, the rest measure the steady state.
+// How long a row runs: the first `warmup_requests` are left out of the metrics; the measured phase opens with
+// a burst of `concurrency` requests, as a benchmark client's does, and its later turns are the steady state.
 struct BenchSize {
   std::int64_t requests = 0;  // measured, after the warm-up
   std::int64_t warmup_requests = 0;

@@ -45,6 +45,7 @@ engine::NormalGroupConfig group_config(const ScenarioDeployment& dep, const Scen
   g.scheduler.max_running = p.max_running;
   g.scheduler.chunk_tokens = p.chunk_tokens;
   g.scheduler.draft_tokens = p.mtp_draft_tokens;
+  g.scheduler.mixed_batches = p.mixed_batches;
   g.two_batch_overlap = p.two_batch_overlap;
   g.single_batch_overlap = p.single_batch_overlap;
   g.moe_all_to_all = p.moe_all_to_all;

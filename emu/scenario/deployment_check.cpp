@@ -111,6 +111,10 @@ void check_pool(const Scenario& s, const engine::ModelProfile& model, std::size_
   if (p.sm_partition_prefill > 0 && p.two_batch_overlap) {
     fail("sm_partition", "SM partitions (green contexts) and two_batch_overlap exclude each other: choose one");
   }
+  if (p.sm_partition_prefill > 0 && !p.mixed_batches) {
+    fail("mixed_batches", "SM partitions (green contexts) already run prefill and decode as separate steps, "
+                          "side by side: mixed_batches false does not apply");
+  }
   try {
     (void)hal::dtype_from_string(p.kv_dtype);
   } catch (const std::invalid_argument&) {

@@ -80,6 +80,10 @@ ScenarioPool read_pool(rt::JsonReader p) {
   if (p.has("max_running")) pool.max_running = p.integer("max_running", 1);
   pool.chunk_tokens = p.has("chunk_tokens") ? p.integer("chunk_tokens", 1) : (prefill ? pool.token_budget : pool.chunk_tokens);
   if (p.has("mtp_draft_tokens")) pool.mtp_draft_tokens = p.integer("mtp_draft_tokens");
+  if (p.has("mixed_batches")) {
+    if (prefill) p.fail("mixed_batches", "a prefill pool never decodes, so it has no decodes to mix: leave it out");
+    pool.mixed_batches = p.boolean("mixed_batches");
+  }
   if (p.has("mtp_acceptance_rate")) pool.mtp_acceptance_rate = p.number("mtp_acceptance_rate", rt::NumberRule::fraction);
   if (p.has("two_batch_overlap")) pool.two_batch_overlap = p.boolean("two_batch_overlap");
   if (p.has("single_batch_overlap")) pool.single_batch_overlap = p.boolean("single_batch_overlap");

@@ -73,6 +73,7 @@ struct ScenarioPool {
   std::int64_t max_running = 256;     // requests holding KV on a DP rank (prefill pools: 64)
   std::int64_t chunk_tokens = 8'192;  // prefill tokens of one request per step (prefill pools: token_budget)
   std::int64_t mtp_draft_tokens = 0;  // MTP draft tokens per decode step
+  bool mixed_batches = true;  // decodes and prefill chunks share a step (false: SGLang's prefill-or-decode steps)
   std::optional<double> mtp_acceptance_rate;  // each draft's chance to be kept (unset: the model profile's)
   bool two_batch_overlap = false;
   bool single_batch_overlap = false;

@@ -150,6 +150,13 @@ void RankScheduler::preempt(RequestState& r) {
 }
 
 StepPlan RankScheduler::plan_step(StepKind kind) {
+  if (kind == StepKind::batch && !cfg_.mixed_batches) {
+    StepPlan prefill = plan_step(StepKind::prefill);
+    if (!prefill.items.empty()) return prefill;
+    StepPlan decode = plan_step(StepKind::decode);
+    decode.rejected = std::move(prefill.rejected);  // requests that can never fit, dropped while planning
+    return decode;
+  }
   StepPlan plan;
   std::int64_t budget = cfg_.token_budget;
   const std::int64_t per_decode = 1 + cfg_.draft_tokens;

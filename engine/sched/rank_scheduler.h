@@ -24,6 +24,10 @@ struct SchedulerConfig {
   std::int64_t max_running = 256;    // requests holding KV at once
   std::int64_t chunk_tokens = 8192;  // prefill tokens of one request per step
   std::int64_t draft_tokens = 0;     // MTP: tokens each decode step proposes beyond the first
+  // Whether decodes and prefill chunks share a step (vLLM, TensorRT-LLM, SGLang --enable-mixed-chunk).
+  // False: a step prefills or decodes, prefill first while any can be admitted or continued (SGLang's
+  // default), so the running requests' decodes wait out each prefill step.
+  bool mixed_batches = true;
 };
 
 // What a step runs: decodes and prefill chunks in one batch, or, with prefill and decode on separate SM
@@ -61,7 +65,8 @@ class RankScheduler {
   bool loaded(RequestId id);
   std::size_t loading() const { return loading_; }
 
-  // Plans the next step of that kind (and takes its KV). An empty plan means nothing can run now.
+  // Plans the next step of that kind (and takes its KV). An empty plan means nothing can run now. A batch
+  // step without mixed_batches is a prefill step when one can run, else a decode step.
   // Requests in a step still running are left out, and never preempted: their KV is in use.
   StepPlan plan_step(StepKind kind = StepKind::batch);
   // The step ran: advance every item. accepted_drafts(id) says how many MTP drafts each decode kept.

@@ -14,18 +14,12 @@
 #include "engine/worker/normal_worker_group.h"
 #include "tests/engine/decode_step_time.h"
 #include "tests/engine/step_outcomes_rig.h"
+#include "tests/engine/test_request.h"
 
 namespace nvl::engine {
 namespace {
 
-RequestState request(RequestId id, std::int64_t prompt, std::int64_t output) {
-  RequestState r;
-  r.id = id;
-  r.prompt_tokens = prompt;
-  r.max_output_tokens = output;
-  for (std::int64_t b = 0; b < prompt / 64; ++b) r.prompt_hashes.push_back(id * 1'000'000 + static_cast<BlockHash>(b));
-  return r;
-}
+using test::request;
 
 // A DeepSeek-V3 normal group over 8 GB300s with attention TP `tp`, and what it delivered.
 struct Rig {

@@ -13,9 +13,12 @@
 #include "emu/rt/virtual_runtime.h"
 #include "engine/worker/normal_worker_group.h"
 #include "tests/engine/decode_step_time.h"
+#include "tests/engine/test_request.h"
 
 namespace nvl::engine {
 namespace {
+
+using test::request;
 
 using hal::CollectiveKind;
 
@@ -55,15 +58,6 @@ class RecordingCollectives final : public hal::Collectives {
   };
   hal::Collectives& real_;
 };
-
-RequestState request(RequestId id, std::int64_t prompt, std::int64_t output) {
-  RequestState r;
-  r.id = id;
-  r.prompt_tokens = prompt;
-  r.max_output_tokens = output;
-  for (std::int64_t b = 0; b < prompt / 64; ++b) r.prompt_hashes.push_back(id * 1'000'000 + static_cast<BlockHash>(b));
-  return r;
-}
 
 // DeepSeek-V3 over 8 GB300s with attention TP `tp`, its experts by EP or MoE TP.
 struct Rig {

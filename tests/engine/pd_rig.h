@@ -13,17 +13,11 @@
 #include "engine/system/pd_system.h"
 #include "fabric/fabric_rdma.h"
 #include "fabric/host_network.h"
+#include "tests/engine/test_request.h"
 
 namespace nvl::engine::pd_test {
 
-inline RequestState request(RequestId id, std::int64_t prompt, std::int64_t output, BlockHash chain) {
-  RequestState r;
-  r.id = id;
-  r.prompt_tokens = prompt;
-  r.max_output_tokens = output;
-  for (std::int64_t b = 0; b < prompt / 64; ++b) r.prompt_hashes.push_back(chain * 1'000'000 + static_cast<BlockHash>(b));
-  return r;
-}
+using test::request;
 
 // DeepSeek-V3 FP8 KV, one copy: 576 bytes per token and layer over 61 layers (REFERENCE.md §2).
 inline constexpr std::uint64_t kKvBytesPerToken = 35'136;

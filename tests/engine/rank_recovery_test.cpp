@@ -13,20 +13,14 @@
 #include "engine/eplb/expert_placement.h"
 #include "engine/system/pd_system.h"
 #include "fabric/fabric_rdma.h"
+#include "tests/engine/test_request.h"
 
 namespace nvl::engine {
 namespace {
 
-constexpr std::int64_t kOutput = 120;
+using test::request;
 
-RequestState request(RequestId id, std::int64_t prompt, std::int64_t output) {
-  RequestState r;
-  r.id = id;
-  r.prompt_tokens = prompt;
-  r.max_output_tokens = output;
-  for (std::int64_t b = 0; b < prompt / 64; ++b) r.prompt_hashes.push_back(static_cast<BlockHash>(id) * 1'000'000 + static_cast<BlockHash>(b));
-  return r;
-}
+constexpr std::int64_t kOutput = 120;
 
 struct Record {
   rt::Time at;

@@ -87,6 +87,30 @@ TEST(RankScheduler, DecodesComeFirstAndPrefillGetsTheRestOfTheBudget) {
   EXPECT_EQ(p.prefill_tokens, 7);
 }
 
+TEST(RankScheduler, WithoutMixedBatchesAStepPrefillsFirstAndTheDecodesWaitForIt) {
+  auto kv = make_kv(64);
+  RankScheduler s(kv, SchedulerConfig{.token_budget = 10, .mixed_batches = false}, nullptr);
+  for (RequestId id = 1; id <= 3; ++id) s.enqueue(request(id, 3, 5));
+  s.complete_step(s.plan_step(), no_drafts);  // three 3-token prefills fit in 10
+  s.enqueue(request(4, 16, 2));
+  // SGLang without --enable-mixed-chunk: the new prompt's chunks run alone, with the whole budget, until
+  // it is prefilled; the three running requests decode in neither step.
+  for (const std::int64_t chunk : {10, 6}) {
+    const StepPlan p = s.plan_step();
+    EXPECT_EQ(p.decode_tokens, 0);
+    EXPECT_EQ(p.prefill_tokens, chunk);
+    s.complete_step(p, no_drafts);
+  }
+  const StepPlan p = s.plan_step();
+  EXPECT_EQ(p.decode_tokens, 4);
+  EXPECT_EQ(p.prefill_tokens, 0);
+  // The rest drains: request 4's second token was its last, the others have three left.
+  s.complete_step(p, no_drafts);
+  const auto [delivered, steps] = drain(s);
+  EXPECT_EQ(steps, 3);
+  EXPECT_EQ(delivered.count(4), 0u);
+}
+
 TEST(RankScheduler, RunningCapHoldsRequestsInTheQueue) {
   auto kv = make_kv(64);
   RankScheduler s(kv, SchedulerConfig{.token_budget = 100, .max_running = 2}, nullptr);

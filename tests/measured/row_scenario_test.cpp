@@ -101,13 +101,12 @@ TEST(RowScenario, TheWorkloadIsTheRowsBenchmark) {
   EXPECT_EQ(w[bench_keys::kWarmupRequests], size.warmup_requests);
 }
 
-TEST(RowScenario, TheWarmUpIsTheOpeningBurstAndTheRestMeasures) {
-  // The first `concurrency` requests leave at once and are warm-up; then every slot turns over once more.
-  EXPECT_EQ(bench_size(384).warmup_requests, 384);
-  EXPECT_EQ(bench_size(384).requests, 384);
-  // A small concurrency still measures a few waves.
-  EXPECT_EQ(bench_size(4).warmup_requests, 4);
-  EXPECT_GE(bench_size(4).requests, 12);
+TEST(RowScenario, TheBenchmarkIsDynamosRecipeTwoTurnsOfWarmUpThenTen) {
+  // ai-dynamo/dynamo benchmarks/llm/perf.sh: --warmup-request-count $((c*2)) --request-count $((c*10)).
+  EXPECT_EQ(bench_size(384).warmup_requests, 768);
+  EXPECT_EQ(bench_size(384).requests, 3840);
+  EXPECT_EQ(bench_size(4).warmup_requests, 8);
+  EXPECT_EQ(bench_size(4).requests, 40);
 }
 
 TEST(RowScenario, ADeploymentLargerThanANodeTakesSeveralNodes) {

@@ -193,6 +193,16 @@ TEST(DeploymentCheck, SmPartitionsOutsideTheOpenUnitIntervalOnAPrefillPoolOrWith
              "deployment.pools[1].sm_partition: SM partitions (green contexts) split prefill and decode of one GPU");
 }
 
+TEST(DeploymentCheck, MixedBatchesOffOnAPrefillPoolOrWithSmPartitionsIsRejected) {
+  EXPECT_EQ(load_error({kDep + "mixed_batches=false"}), "");
+  expect_has(load_error({kPrefill + "mixed_batches=false"}),
+             "deployment.pools[1].mixed_batches: a prefill pool never decodes, so it has no decodes to mix");
+  expect_has(load_error({kDep + R"(sm_partition={"prefill": 0.3})", kDep + "mixed_batches=false"}),
+             "deployment.pools[0].mixed_batches: SM partitions (green contexts) already run prefill and decode as "
+             "separate steps");
+  expect_has(load_error({kDep + "mixed_batches=1"}), "deployment.pools[0].mixed_batches");
+}
+
 TEST(DeploymentCheck, ADecodePoolWithNowhereToPrefillIsRejected) {
   const std::string e = load_error({R"(deployment.pools=[{"name": "d", "role": "decode", "dp": 8, "ep": 8}])"});
   expect_has(e, "deployment.pools: a decode pool prefills nothing itself: it needs a prefill pool");
