@@ -5,7 +5,6 @@
 #include <variant>
 
 #include "engine/hal/hal_error.h"
-#include "fakegpu/dsa_decode_module.h"
 
 namespace nvl::fakegpu {
 
@@ -66,13 +65,10 @@ void CostModel::cost_list(std::span<const hal::KernelDesc> kernels, rt::Duration
                           std::vector<KernelCost>& out) const {
   const std::size_t first = out.size();
   for (const hal::KernelDesc& k : kernels) out.push_back(cost(k, overhead));
-  if (!measured_.dsa_decode) return;
-  const auto block = find_dsa_decode_module(kernels);
+  if (!measured_.dsa_decode && !measured_.dsa_context) return;
+  const auto block = find_dsa_module(kernels);
   if (!block) return;
-  const auto table = measured_.dsa_decode->time_ns(
-      block->gemm_dtype, block->kv_dtype, block->heads, block->batch, block->kv_len, [&](double batch, double kv_len) {
-        return dsa_decode_roofline_ns(block->gemm_dtype, block->kv_dtype, block->heads, batch, kv_len);
-      });
+  const auto table = dsa_module_ns(*block);
   if (!table) return;
   // The table times the block from its first kernel's start to its last one's end, node overheads included.
   double work = 0;
@@ -149,8 +145,23 @@ double CostModel::fused_moe_roofline_ns(hal::DType dtype, std::int64_t hidden, c
   return 1e9 * std::max(flops / peak_flops_per_s_[static_cast<std::size_t>(dtype)], bytes / hbm_bytes_per_s_);
 }
 
-double CostModel::dsa_decode_roofline_ns(hal::DType gemm_dtype, hal::DType kv_dtype, std::int64_t heads,
-                                         double batch, double kv_len) const {
+std::optional<double> CostModel::dsa_module_ns(const DsaModule& block) const {
+  const auto& table = block.phase == DsaPhase::decode ? measured_.dsa_decode : measured_.dsa_context;
+  if (!table) return std::nullopt;
+  const auto roofline = [&](double batch, double length, double prefix) {
+    return block.phase == DsaPhase::decode
+               ? dsa_roofline_ns(block.gemm_dtype, block.kv_dtype, block.heads, batch, 1, length - 1)
+               : dsa_roofline_ns(block.gemm_dtype, block.kv_dtype, block.heads, batch, length, prefix);
+  };
+  const auto ns = table->time_ns(block.gemm_dtype, block.kv_dtype, block.heads, block.batch, block.length,
+                                 [&](double batch, double length) { return roofline(batch, length, 0); });
+  if (!ns || block.prefix <= 0) return ns;
+  // A chunk after a cached prefix (the prefill table's rows have none): the measured utilisation carried over.
+  return *ns * roofline(block.batch, block.length, block.prefix) / roofline(block.batch, block.length, 0);
+}
+
+double CostModel::dsa_roofline_ns(hal::DType gemm_dtype, hal::DType kv_dtype, std::int64_t heads, double batch,
+                                  double queries, double prefix) const {
   using namespace glm5;
   const auto h = static_cast<double>(heads);
   const double index_heads = static_cast<double>(kIndexHeads) * h / kHeads;  // split across ranks as the heads are
@@ -158,14 +169,19 @@ double CostModel::dsa_decode_roofline_ns(hal::DType gemm_dtype, hal::DType kv_dt
   const double params = static_cast<double>(kHidden * (kQLora + kLatent + kRope)) + kQLora * h * (kQkNope + kRope) +
                         kQLora * index_heads * kIndexHeadDim + static_cast<double>(kHidden * kIndexHeadDim) +
                         h * kLatent * (kQkNope + kVHead) + h * kVHead * kHidden;
-  const double attended = std::min(kv_len, static_cast<double>(kIndexTopk));
+  const auto topk = static_cast<double>(kIndexTopk);
+  const double context = prefix + queries;
+  // Per sequence: query i (1-based) scores prefix + i keys and attends min(prefix + i, top-k) of them.
+  const double scored = queries * prefix + queries * (queries + 1) / 2;
+  const double under_topk = std::clamp(topk - prefix, 0.0, queries);
+  const double attended = under_topk * prefix + under_topk * (under_topk + 1) / 2 + (queries - under_topk) * topk;
   const auto peak = [&](hal::DType d) { return peak_flops_per_s_[static_cast<std::size_t>(d)]; };
-  const double compute_s = 2 * batch * params / peak(gemm_dtype) +
-                           2 * batch * kv_len * index_heads * kIndexHeadDim / peak(hal::DType::fp8) +
+  const double compute_s = 2 * batch * queries * params / peak(gemm_dtype) +
+                           2 * batch * scored * index_heads * kIndexHeadDim / peak(hal::DType::fp8) +
                            2 * batch * attended * h * (kLatent + kRope + kLatent) / peak(kv_dtype);
-  // FP8 index keys with a 4-byte scale each; the attended latent keys in the KV dtype.
-  const double bytes = params * hal::bits_of(gemm_dtype) / 8 + batch * kv_len * (kIndexHeadDim + 4) +
-                       batch * attended * (kLatent + kRope) * hal::bits_of(kv_dtype) / 8;
+  // FP8 index keys with a 4-byte scale each; each sequence's attended latent keys, each read once.
+  const double bytes = params * hal::bits_of(gemm_dtype) / 8 + batch * context * (kIndexHeadDim + 4) +
+                       batch * std::min(attended, context) * (kLatent + kRope) * hal::bits_of(kv_dtype) / 8;
   return 1e9 * std::max(compute_s, bytes / hbm_bytes_per_s_);
 }
 

@@ -9,8 +9,8 @@
 // shape (MeasuredGemmTable, MeasuredMlaDecodeTable), their compute and memory parts scaled together to
 // that time so that SM shares and throttles still apply as they would to the roofline's; so does a fused
 // MoE op (FusedMoeShape) the MoE table holds (MeasuredMoeTable). In a list of
-// kernels, a DSA decode attention block the DSA module table holds costs what the table says for the
-// whole block (find_dsa_decode_module), its kernels scaled together to that time.
+// kernels, a DSA decode or prefill attention block the DSA module tables hold costs what the table says
+// for the whole block (find_dsa_module), its kernels scaled together to that time.
 #include <array>
 #include <memory>
 #include <optional>
@@ -21,6 +21,7 @@
 #include "emu/rt/time.h"
 #include "engine/hal/kernel.h"
 #include "fakegpu/device_profile.h"
+#include "fakegpu/dsa_module.h"
 #include "fakegpu/kernel_cost.h"
 #include "fakegpu/measured_kernels.h"
 
@@ -33,7 +34,7 @@ class CostModel {
   // Throws HalError when the device has no peak for the kernel's dtype (e.g. FP4 on Hopper).
   KernelCost cost(const hal::KernelDesc& k, rt::Duration overhead) const;
   // The costs of a list's kernels (a graph's KernelsNode), appended to `out` in order: each as cost()
-  // prices it, but for a measured DSA decode module. Throws as cost() does.
+  // prices it, but for a measured DSA attention module. Throws as cost() does.
   void cost_list(std::span<const hal::KernelDesc> kernels, rt::Duration overhead, std::vector<KernelCost>& out) const;
   // A kernel launched on its own, with the whole device at nominal clock.
   rt::Duration kernel_time(const hal::KernelDesc& k) const;
@@ -62,11 +63,13 @@ class CostModel {
   // A fused MoE op of `tokens` (FusedMoeShape): the experts its tokens choose read once, balanced.
   double fused_moe_roofline_ns(hal::DType dtype, std::int64_t hidden, const hal::FusedMoeShape& op,
                                double tokens) const;
-  // GLM-5's decode attention block (the DSA module tables' geometry) for `batch` queries of sequences of
-  // `kv_len` cached tokens: projection weights read once, the indexer scoring every key, the sparse
-  // attention over at most the top-k.
-  double dsa_decode_roofline_ns(hal::DType gemm_dtype, hal::DType kv_dtype, std::int64_t heads, double batch,
-                                double kv_len) const;
+  // GLM-5's attention block (the DSA module tables' geometry) for `batch` sequences of `queries` new
+  // tokens after `prefix` cached ones (decode: one query after kv_len - 1): projection weights read once,
+  // the indexer scoring every earlier key of each query, the attention over at most the top-k.
+  double dsa_roofline_ns(hal::DType gemm_dtype, hal::DType kv_dtype, std::int64_t heads, double batch, double queries,
+                         double prefix) const;
+  // The block's measured time from its phase's table, else none.
+  std::optional<double> dsa_module_ns(const DsaModule& block) const;
 
   hal::DeviceId device_;
   std::array<double, hal::kDTypeCount> peak_flops_per_s_{};

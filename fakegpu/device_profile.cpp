@@ -60,7 +60,8 @@ DeviceProfile load_device_profile(const std::filesystem::path& file) {
       rt::JsonReader tables = libraries.object(library);
       MeasuredKernelFiles& files = p.measured_kernels[library];
       for (auto [key, path] : {std::pair{"gemm", &files.gemm}, std::pair{"mla_decode", &files.mla_decode},
-                               std::pair{"dsa_decode", &files.dsa_decode}, std::pair{"moe", &files.moe}}) {
+                               std::pair{"dsa_decode", &files.dsa_decode},
+                               std::pair{"dsa_context", &files.dsa_context}, std::pair{"moe", &files.moe}}) {
         if (!tables.has(key)) continue;
         *path = file.parent_path() / tables.string(key);
         if (!std::filesystem::exists(*path)) tables.fail(key, "no file " + path->string());

@@ -9,7 +9,12 @@ MeasuredKernels MeasuredKernels::load(const MeasuredKernelFiles& files) {
     k.mla_decode = std::make_shared<const MeasuredMlaDecodeTable>(MeasuredMlaDecodeTable::load(files.mla_decode));
   }
   if (!files.dsa_decode.empty()) {
-    k.dsa_decode = std::make_shared<const MeasuredDsaDecodeTable>(MeasuredDsaDecodeTable::load(files.dsa_decode));
+    k.dsa_decode = std::make_shared<const MeasuredDsaModuleTable>(
+        MeasuredDsaModuleTable::load(files.dsa_decode, DsaPhase::decode));
+  }
+  if (!files.dsa_context.empty()) {
+    k.dsa_context = std::make_shared<const MeasuredDsaModuleTable>(
+        MeasuredDsaModuleTable::load(files.dsa_context, DsaPhase::context));
   }
   if (!files.moe.empty()) k.moe = std::make_shared<const MeasuredMoeTable>(MeasuredMoeTable::load(files.moe));
   return k;

@@ -3,7 +3,7 @@
 #include <filesystem>
 #include <memory>
 
-#include "fakegpu/measured_dsa_decode_table.h"
+#include "fakegpu/measured_dsa_module_table.h"
 #include "fakegpu/measured_gemm_table.h"
 #include "fakegpu/measured_mla_decode_table.h"
 #include "fakegpu/measured_moe_table.h"
@@ -15,13 +15,15 @@ struct MeasuredKernelFiles {
   std::filesystem::path gemm;
   std::filesystem::path mla_decode;
   std::filesystem::path dsa_decode;
+  std::filesystem::path dsa_context;
   std::filesystem::path moe;
 };
 
 struct MeasuredKernels {
   std::shared_ptr<const MeasuredGemmTable> gemm;              // null: GEMMs on the roofline
   std::shared_ptr<const MeasuredMlaDecodeTable> mla_decode;  // null: MLA decode attention on the roofline
-  std::shared_ptr<const MeasuredDsaDecodeTable> dsa_decode;  // null: DSA decode attention kernel by kernel
+  std::shared_ptr<const MeasuredDsaModuleTable> dsa_decode;   // null: DSA decode attention kernel by kernel
+  std::shared_ptr<const MeasuredDsaModuleTable> dsa_context;  // null: DSA prefill attention kernel by kernel
   std::shared_ptr<const MeasuredMoeTable> moe;               // null: routed experts on the roofline
 
   // Throws rt::InputError for a table file that does not load.

@@ -9,7 +9,7 @@
 
 #include "engine/exec/layer_kernels.h"
 #include "fakegpu/cost_model.h"
-#include "fakegpu/dsa_decode_module.h"
+#include "fakegpu/dsa_module.h"
 #include "fakegpu/profile_library.h"
 
 namespace nvl::engine {
@@ -65,23 +65,23 @@ RankBatch decodes(int seqs, std::int64_t context, std::int64_t new_tokens = 1) {
 
 TEST(DsaDecodeModule, TheEnginesDecodeAttentionIsFoundWithItsShape) {
   Glm5OnB200 rig;
-  const auto block = fakegpu::find_dsa_decode_module(rig.attention(decodes(32, 1024)));
+  const auto block = fakegpu::find_dsa_module(rig.attention(decodes(32, 1024)));
   ASSERT_TRUE(block.has_value());
   EXPECT_EQ(block->gemm_dtype, hal::DType::fp8);
   EXPECT_EQ(block->kv_dtype, hal::DType::fp8);
   EXPECT_EQ(block->heads, 8);
   EXPECT_EQ(block->batch, 32);
-  EXPECT_EQ(block->kv_len, 1025);  // the cached tokens and the new one, as the table's step + 1
+  EXPECT_EQ(block->length, 1025);  // the cached tokens and the new one, as the table's step + 1
   // MTP: two queries a sequence count as twice the sequences.
-  EXPECT_EQ(fakegpu::find_dsa_decode_module(rig.attention(decodes(32, 1024, 2)))->batch, 64);
+  EXPECT_EQ(fakegpu::find_dsa_module(rig.attention(decodes(32, 1024, 2)))->batch, 64);
   // Not a decode-only GLM-5 block: a prefill chunk beside the decodes; DeepSeek-V3's dense MLA.
   RankBatch mixed = decodes(32, 1024);
   mixed.prefills.push_back(PrefillSpan{0, 512, true});
-  EXPECT_FALSE(fakegpu::find_dsa_decode_module(rig.attention(mixed)).has_value());
+  EXPECT_FALSE(fakegpu::find_dsa_module(rig.attention(mixed)).has_value());
   const ModelProfile v3 = load_model_profile(model_profile_path("deepseek-v3"));
   std::vector<hal::KernelDesc> dense;
   LayerKernels(v3, 8, WeightDtypes{}, hal::DType::fp8).attention(decodes(32, 1024), false, dense);
-  EXPECT_FALSE(fakegpu::find_dsa_decode_module(dense).has_value());
+  EXPECT_FALSE(fakegpu::find_dsa_module(dense).has_value());
 }
 
 TEST(DsaDecodeModule, TheBlockCostsWhatTheModuleTableSays) {

@@ -2,6 +2,9 @@
 table keeps, and writing the sorted rows under it."""
 
 COMMIT = "095f58a51c4ca8e61b66ec108d86f223f8d559ce"
+# aiconfigurator's gemm_type and kv_cache_dtype names, as the project's dtypes.
+GEMM_DTYPES = {"bfloat16": "bf16", "fp8_block": "fp8", "nvfp4": "fp4"}
+KV_DTYPES = {"bfloat16": "bf16", "fp8": "fp8", "fp8_e4m3": "fp8"}
 
 
 def write_table(out, title, source_path, curated, modified, columns, rows):

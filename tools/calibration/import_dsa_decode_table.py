@@ -24,12 +24,10 @@ Run at development time only: the emulator never reads ../shared.
 import csv
 import sys
 
-from aic_table import write_table
+from aic_table import GEMM_DTYPES, KV_DTYPES, write_table
 
 SPIKE = 1.25
 CLIFF = 3.0
-GEMM_DTYPES = {"bfloat16": "bf16", "fp8_block": "fp8", "nvfp4": "fp4"}
-KV_DTYPES = {"bfloat16": "bf16", "fp8": "fp8", "fp8_e4m3": "fp8"}
 
 
 def main():

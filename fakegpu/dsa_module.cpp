@@ -1,10 +1,10 @@
-#include "fakegpu/dsa_decode_module.h"
+#include "fakegpu/dsa_module.h"
 
 #include <variant>
 
 namespace nvl::fakegpu {
 
-std::optional<DsaDecodeModule> find_dsa_decode_module(std::span<const hal::KernelDesc> kernels) {
+std::optional<DsaModule> find_dsa_module(std::span<const hal::KernelDesc> kernels) {
   const hal::KernelDesc* fused_a = nullptr;
   const hal::KernelDesc* attention = nullptr;
   int indexers = 0;
@@ -24,11 +24,11 @@ std::optional<DsaDecodeModule> find_dsa_decode_module(std::span<const hal::Kerne
         ++indexers;
         break;
       case hal::KernelKind::attn_decode:
+      case hal::KernelKind::attn_prefill_sparse:
         if (attention != nullptr) return std::nullopt;
         attention = &k;
         break;
       case hal::KernelKind::attn_prefill:
-      case hal::KernelKind::attn_prefill_sparse:
       case hal::KernelKind::moe_gemm:
       case hal::KernelKind::sampler:
         return std::nullopt;
@@ -42,8 +42,14 @@ std::optional<DsaDecodeModule> find_dsa_decode_module(std::span<const hal::Kerne
       a->qk_head_dim != glm5::kLatent + glm5::kRope || a->v_head_dim != glm5::kLatent) {
     return std::nullopt;
   }
-  return DsaDecodeModule{fused_a->dtype, attention->dtype, a->heads, static_cast<double>(a->q_tokens),
-                         static_cast<double>(a->kv_tokens) / static_cast<double>(a->seqs)};
+  const auto seqs = static_cast<double>(a->seqs);
+  const auto queries = static_cast<double>(a->q_tokens);
+  const auto context = static_cast<double>(a->kv_tokens) / seqs;  // mean keys per sequence, new ones included
+  if (attention->kind == hal::KernelKind::attn_decode) {
+    return DsaModule{DsaPhase::decode, fused_a->dtype, attention->dtype, a->heads, queries, context, 0};
+  }
+  return DsaModule{DsaPhase::context, fused_a->dtype, attention->dtype, a->heads, seqs, queries / seqs,
+                   context - queries / seqs};
 }
 
 }  // namespace nvl::fakegpu

@@ -1,0 +1,42 @@
+#pragma once
+// Measured DSA attention-module latencies of one GPU and kernel library, copied from aiconfigurator's
+// silicon tables: GLM-5's whole attention block on one rank (fused q_a/kv_a GEMM, q_b, the indexer's
+// projections, scoring and top-k, the attention over the top-k keys, o_proj), by projection GEMM dtype, KV
+// dtype and local heads, over a grid of batch (sequences) x length, read as MeasuredGridTable says.
+//   - decode (fakegpu/profiles/measured/<gpu>/dsa_decode_<library>.csv, tools/calibration/
+//     import_dsa_decode_table.py): one query per sequence, length = kv_len, the sequence's cached tokens;
+//   - context (dsa_context_<library>.csv, import_dsa_context_table.py): a prefill with no cached prefix,
+//     length = isl, each sequence's new tokens.
+#include <array>
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+
+#include "fakegpu/measured_grid_table.h"
+
+namespace nvl::fakegpu {
+
+enum class DsaPhase { decode, context };
+
+class MeasuredDsaModuleTable {
+ public:
+  using Roofline = MeasuredGridTable::Roofline;
+
+  // Throws rt::InputError as MeasuredGridTable::load does.
+  static MeasuredDsaModuleTable load(const std::filesystem::path& file, DsaPhase phase);
+
+  std::optional<double> time_ns(hal::DType gemm_dtype, hal::DType kv_dtype, std::int64_t heads, double batch,
+                                double length, const Roofline& roofline) const {
+    const std::array dtypes{gemm_dtype, kv_dtype};
+    return grid_.time_ns(dtypes, heads, batch, length, roofline);
+  }
+  bool has(hal::DType gemm_dtype, hal::DType kv_dtype) const {
+    const std::array dtypes{gemm_dtype, kv_dtype};
+    return grid_.has(dtypes);
+  }
+
+ private:
+  MeasuredGridTable grid_;
+};
+
+}  // namespace nvl::fakegpu

@@ -1,0 +1,53 @@
+#!/usr/bin/env python3
+"""Copies measured DSA prefill (context) attention-module times of ../shared/calibration/measured into
+fakegpu/profiles/measured/.
+
+Usage: import_dsa_context_table.py MEASURED_DIR SYSTEM LIBRARY OUT_FILE
+  e.g. import_dsa_context_table.py ../shared/calibration/measured b200_sxm sglang fakegpu/profiles/measured/b200/dsa_context_sglang.csv
+
+Keeps the dsa_context_module rows with step 0 (no cached prefix): GLM-5's whole prefill attention block on one
+rank (the fused q_a/kv_a GEMM, q_b, the indexer's projections, scoring and top-k, the attention, o_proj; not
+the input norm), by projection GEMM dtype (bfloat16 -> bf16, fp8_block -> fp8, nvfp4 -> fp4), KV dtype, local
+heads, batch (sequences) and isl (each sequence's new tokens). SGLang's rows name the kernel that ran: dense
+ragged MHA up to 2,048 tokens (where every key is in the top-k) and the indexer with sparse attention above,
+one sparse kernel per GPU and KV dtype (TensorRT-LLM's on Blackwell, FlashMLA on Hopper), so each key has
+one kernel and none is chosen between. The first row of each key is kept, as aiconfigurator does; sorted by
+gemm dtype, kv dtype, heads, batch, isl; every latency copied unchanged.
+Run at development time only: the emulator never reads ../shared.
+"""
+import csv
+import sys
+
+from aic_table import GEMM_DTYPES, KV_DTYPES, write_table
+
+
+
+def main():
+    if len(sys.argv) != 5:
+        sys.exit(__doc__)
+    measured, system, library, out = sys.argv[1:]
+    rows = {}
+    with open(f"{measured}/{system}_sparse_attention_{library}.csv", newline="") as f:
+        for r in csv.DictReader(f):
+            if r["op_name"] != "dsa_context_module" or r["step"] != "0":
+                continue
+            gemm, kv = GEMM_DTYPES.get(r["gemm_type"]), KV_DTYPES.get(r["kv_cache_dtype"])
+            if gemm is None or kv is None:
+                continue
+            key = (gemm, kv, int(r["num_heads"]), int(r["batch_size"]), int(r["isl"]))
+            rows.setdefault(key, r["latency_us"])
+    write_table(
+        out,
+        f"Measured DSA prefill attention-module latencies: {system}, {library} kernels, GLM-5's geometry (one row per\n"
+        "# projection GEMM dtype, KV dtype, local heads, batch (sequences) and isl (each sequence's new tokens, no\n"
+        "# cached prefix); latency in microseconds).",
+        f"{system}/sparse_attention/{library}/*/dsa_context_module_perf.parquet",
+        f"calibration/measured/{system}_sparse_attention_{library}.csv (latency ms -> us)",
+        "only the dsa_context_module rows of step 0; dtypes renamed; the first row of each key\n"
+        "#   kept; sorted; tools/calibration/import_dsa_context_table.py wrote this file.",
+        ["gemm_dtype", "kv_dtype", "heads", "batch", "isl", "latency_us"],
+        [key + (latency,) for key, latency in sorted(rows.items())])
+
+
+if __name__ == "__main__":
+    main()
