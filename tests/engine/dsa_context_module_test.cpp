@@ -1,61 +1,31 @@
 // GLM-5's prefill attention, as the engine launches it, priced whole from the measured DSA prefill module
 // table of its kernel library: the same kernel list with and without the table, against hand estimates.
-#include <fstream>
-#include <string>
-
 #include <gtest/gtest.h>
 
-#include "engine/exec/layer_kernels.h"
-#include "fakegpu/cost_model.h"
 #include "fakegpu/dsa_module.h"
-#include "fakegpu/profile_library.h"
+#include "tests/engine/glm5_dsa_rig.h"
 
 namespace nvl::engine {
 namespace {
 
-using fakegpu::CostModel;
 using fakegpu::KernelCost;
 
-// B200 under SGLang with GLM-5 FP8 at TP8 (8 local heads), FP8 KV: the validate rows' deployment.
-struct Glm5PrefillOnB200 {
-  fakegpu::DeviceProfile profile = fakegpu::load_device_profile_named("b200");
-  ModelProfile model = load_model_profile(model_profile_path("glm-5"));
-  LayerKernels kernels{model, 8, WeightDtypes{}, hal::DType::fp8};
-  fakegpu::MeasuredKernels tables = fakegpu::MeasuredKernels::load(profile.measured_kernels.at("sglang"));
-
-  std::vector<hal::KernelDesc> attention(const RankBatch& batch) const {
-    std::vector<hal::KernelDesc> out;
-    kernels.attention(batch, false, out);
-    return out;
-  }
-  // The list's time without its input norm (which no module includes), with or without the prefill table.
+// The rig, with the prefill table's rows and the block's time (no module includes the input norm).
+struct Glm5PrefillOnB200 : test::Glm5DsaOnB200 {
   double block_ns(const std::vector<hal::KernelDesc>& ks, bool module_table) const {
-    CostModel pricing(profile, 0);
-    fakegpu::MeasuredKernels used = tables;
-    if (!module_table) used.dsa_context = nullptr;
-    pricing.use_measured_kernels(used);
-    std::vector<KernelCost> costs;
-    pricing.cost_list(ks, profile.graph_node, costs);
+    const std::vector<KernelCost> c = costs(ks, module_table);
     double ns = 0;
     for (std::size_t i = 0; i < ks.size(); ++i) {
       if (ks[i].kind == hal::KernelKind::elementwise) continue;
       if (module_table) {
-        EXPECT_TRUE(costs[i].measured) << ks[i].name;
+        EXPECT_TRUE(c[i].measured) << ks[i].name;
       }
-      ns += fakegpu::price_ns(costs[i], {});
+      ns += fakegpu::price_ns(c[i], {});
     }
     return ns;
   }
-  // The table's own row (microseconds) for FP8 GEMMs and KV, 8 heads.
-  double table_us(std::int64_t batch, std::int64_t isl) const {
-    std::ifstream in(fakegpu::default_profile_dir() / "measured/b200/dsa_context_sglang.csv");
-    const std::string key = "fp8,fp8,8," + std::to_string(batch) + "," + std::to_string(isl) + ",";
-    std::string line;
-    while (std::getline(in, line)) {
-      if (line.rfind(key, 0) == 0) return std::stod(line.substr(key.size()));
-    }
-    ADD_FAILURE() << "no row " << key;
-    return 0;
+  static double table_us(std::int64_t batch, std::int64_t isl) {
+    return Glm5DsaOnB200::table_us("context", batch, isl);
   }
 };
 

@@ -1,59 +1,27 @@
 // GLM-5's decode attention, as the engine launches it, priced whole from the measured DSA module table
 // of its kernel library: the same kernel list with and without the table, against a hand estimate.
-#include <algorithm>
-#include <fstream>
-#include <sstream>
-#include <string>
-
 #include <gtest/gtest.h>
 
-#include "engine/exec/layer_kernels.h"
-#include "fakegpu/cost_model.h"
 #include "fakegpu/dsa_module.h"
-#include "fakegpu/profile_library.h"
+#include "tests/engine/glm5_dsa_rig.h"
 
 namespace nvl::engine {
 namespace {
 
-using fakegpu::CostModel;
 using fakegpu::KernelCost;
 
-// B200 under SGLang with GLM-5 FP8 at TP8 (8 local heads), FP8 KV: the validate rows' deployment.
-struct Glm5OnB200 {
-  fakegpu::DeviceProfile profile = fakegpu::load_device_profile_named("b200");
-  ModelProfile model = load_model_profile(model_profile_path("glm-5"));
-  LayerKernels kernels{model, 8, WeightDtypes{}, hal::DType::fp8};
-  fakegpu::MeasuredKernels tables = fakegpu::MeasuredKernels::load(profile.measured_kernels.at("sglang"));
-
-  std::vector<hal::KernelDesc> attention(const RankBatch& batch) const {
-    std::vector<hal::KernelDesc> out;
-    kernels.attention(batch, false, out);
-    return out;
-  }
-  // The list's time, kernel after kernel, with `tables` in use (or only the GEMM table's).
+// The rig, with the decode table's rows and the whole list's time (input norm included).
+struct Glm5OnB200 : test::Glm5DsaOnB200 {
   double list_ns(const std::vector<hal::KernelDesc>& ks, bool module_table,
-                 std::vector<KernelCost>* costs = nullptr) const {
-    CostModel pricing(profile, 0);
-    fakegpu::MeasuredKernels used = tables;
-    if (!module_table) used.dsa_decode = nullptr;
-    pricing.use_measured_kernels(used);
-    std::vector<KernelCost> out;
-    pricing.cost_list(ks, profile.graph_node, out);
+                 std::vector<KernelCost>* costs_out = nullptr) const {
+    const std::vector<KernelCost> out = costs(ks, module_table);
     double ns = 0;
     for (const KernelCost& c : out) ns += fakegpu::price_ns(c, {});
-    if (costs != nullptr) *costs = out;
+    if (costs_out != nullptr) *costs_out = out;
     return ns;
   }
-  // The table's own row (microseconds) for FP8 GEMMs and KV, 8 heads.
-  double table_us(std::int64_t batch, std::int64_t kv_len) const {
-    std::ifstream in(fakegpu::default_profile_dir() / "measured/b200/dsa_decode_sglang.csv");
-    const std::string key = "fp8,fp8,8," + std::to_string(batch) + "," + std::to_string(kv_len) + ",";
-    std::string line;
-    while (std::getline(in, line)) {
-      if (line.rfind(key, 0) == 0) return std::stod(line.substr(key.size()));
-    }
-    ADD_FAILURE() << "no row " << key;
-    return 0;
+  static double table_us(std::int64_t batch, std::int64_t kv_len) {
+    return Glm5DsaOnB200::table_us("decode", batch, kv_len);
   }
 };
 

@@ -15,27 +15,17 @@ one kernel and none is chosen between. The first row of each key is kept, as aic
 gemm dtype, kv dtype, heads, batch, isl; every latency copied unchanged.
 Run at development time only: the emulator never reads ../shared.
 """
-import csv
 import sys
 
-from aic_table import GEMM_DTYPES, KV_DTYPES, write_table
-
+from aic_table import read_dsa_module_rows, write_table
 
 
 def main():
     if len(sys.argv) != 5:
         sys.exit(__doc__)
     measured, system, library, out = sys.argv[1:]
-    rows = {}
-    with open(f"{measured}/{system}_sparse_attention_{library}.csv", newline="") as f:
-        for r in csv.DictReader(f):
-            if r["op_name"] != "dsa_context_module" or r["step"] != "0":
-                continue
-            gemm, kv = GEMM_DTYPES.get(r["gemm_type"]), KV_DTYPES.get(r["kv_cache_dtype"])
-            if gemm is None or kv is None:
-                continue
-            key = (gemm, kv, int(r["num_heads"]), int(r["batch_size"]), int(r["isl"]))
-            rows.setdefault(key, r["latency_us"])
+    rows = read_dsa_module_rows(measured, system, library, "dsa_context_module", lambda r: r["step"] == "0",
+                                lambda r: int(r["isl"]))
     write_table(
         out,
         f"Measured DSA prefill attention-module latencies: {system}, {library} kernels, GLM-5's geometry (one row per\n"

@@ -21,10 +21,9 @@ batch, kv_len. Every latency kept is copied unchanged. Two kinds of rows are dro
     smaller batches; without it a larger batch keeps the largest measured batch's utilisation.
 Run at development time only: the emulator never reads ../shared.
 """
-import csv
 import sys
 
-from aic_table import GEMM_DTYPES, KV_DTYPES, write_table
+from aic_table import read_dsa_module_rows, write_table
 
 SPIKE = 1.25
 CLIFF = 3.0
@@ -34,16 +33,8 @@ def main():
     if len(sys.argv) != 5:
         sys.exit(__doc__)
     measured, system, library, out = sys.argv[1:]
-    rows = {}
-    with open(f"{measured}/{system}_sparse_attention_{library}.csv", newline="") as f:
-        for r in csv.DictReader(f):
-            if r["op_name"] != "dsa_generation_module" or r["isl"] != "1":
-                continue
-            gemm, kv = GEMM_DTYPES.get(r["gemm_type"]), KV_DTYPES.get(r["kv_cache_dtype"])
-            if gemm is None or kv is None:
-                continue
-            key = (gemm, kv, int(r["num_heads"]), int(r["batch_size"]), int(r["step"]) + 1)
-            rows.setdefault(key, r["latency_us"])
+    rows = read_dsa_module_rows(measured, system, library, "dsa_generation_module", lambda r: r["isl"] == "1",
+                                lambda r: int(r["step"]) + 1)
     curves = {}
     for (gemm, kv, heads, batch, kv_len), latency in sorted(rows.items()):
         curves.setdefault((gemm, kv, heads), {}).setdefault(batch, []).append((kv_len, float(latency)))
