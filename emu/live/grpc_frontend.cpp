@@ -19,6 +19,7 @@ grpc::Status refusal_status(const Admission& a) {
   switch (a.refusal) {
     case Refusal::queue_full: return {grpc::StatusCode::RESOURCE_EXHAUSTED, a.detail};
     case Refusal::too_long: return {grpc::StatusCode::OUT_OF_RANGE, a.detail};
+    case Refusal::over_context: return {grpc::StatusCode::INVALID_ARGUMENT, a.detail};
     default: return {grpc::StatusCode::UNAVAILABLE, a.detail};
   }
 }

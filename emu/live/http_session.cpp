@@ -36,6 +36,8 @@ ApiError refusal_error(const Admission& a) {
     case Refusal::queue_full: return ApiError(status, a.detail, "rate_limit_error", "", "rate_limit_exceeded");
     case Refusal::too_long:
       return ApiError(status, a.detail, "invalid_request_error", "max_tokens", "context_length_exceeded");
+    case Refusal::over_context:
+      return ApiError(status, a.detail, "invalid_request_error", "messages", "context_length_exceeded");
     default: return ApiError(status, a.detail, "service_unavailable", "", "no_healthy_worker");
   }
 }
@@ -174,7 +176,8 @@ void HttpSession::health() {
     respond_error(ApiError(503, "no healthy worker", "service_unavailable", "", "no_healthy_worker"));
     return;
   }
-  respond_json(200, {{"status", "ok"}, {"in_flight", engine_.in_flight()}}, keep_alive_);
+  respond_json(200, {{"status", "ok"}, {"in_flight", engine_.in_flight()}, {"lag", engine_.emulation_lag_s()}},
+               keep_alive_);
 }
 
 void HttpSession::metrics() {
@@ -244,6 +247,7 @@ void HttpSession::send_fault_outcome(const InjectOutcome& o) {
 void HttpSession::generate(Endpoint endpoint, const Request& req) {
   request_ = parse_completion_request(endpoint, req.body(), engine_.model_name());
   filler_.emplace(engine_.seed(), request_->prompt_text);
+  stop_.emplace(request_->stop);
   const Admission a = engine_.submit_text(
       request_->prompt_text, request_->max_tokens,
       [self = shared_from_this()](const StreamUpdate& u) {
@@ -285,27 +289,43 @@ void HttpSession::on_update(const StreamUpdate& u) {
   if (over_) return;
   const std::int64_t first = u.output_tokens - u.new_tokens;
   if (u.new_tokens > 0) {
-    const std::string text = filler_->tokens(first, u.new_tokens);
-    if (request_->stream) {
-      send_event(stream_chunk(context_, text, first == 0, std::nullopt).dump());
-    } else {
-      text_ += text;
+    emit(stop_->feed(filler_->tokens(first, u.new_tokens)), first == 0);
+    if (stop_->stopped()) {
+      over_ = true;
+      engine_.stop_at_sequence(id_);
+      StreamUpdate last = u;
+      last.finished = true;
+      if (request_->stream) {
+        finish_stream(last, "stop");
+      } else {
+        finish_whole(last, "stop");
+      }
+      return;
     }
   }
   if (!u.finished) return;
   over_ = true;
+  if (u.failure.empty()) emit(stop_->flush(), false);
   if (request_->stream) {
-    finish_stream(u);
+    finish_stream(u, "length");
   } else {
-    finish_whole(u);
+    finish_whole(u, "length");
   }
 }
 
-void HttpSession::finish_stream(const StreamUpdate& u) {
+void HttpSession::emit(const std::string& text, bool first) {
+  if (!request_->stream) {
+    text_ += text;
+  } else if (!text.empty() || first) {
+    send_event(stream_chunk(context_, text, first, std::nullopt).dump());
+  }
+}
+
+void HttpSession::finish_stream(const StreamUpdate& u, const std::string& reason) {
   if (!u.failure.empty()) {
     send_event(ApiError(503, u.failure, "service_unavailable", "", "request_failed").body().dump());
   } else {
-    send_event(stream_chunk(context_, "", u.output_tokens == 0, std::string("length")).dump());
+    send_event(stream_chunk(context_, "", u.output_tokens == 0, reason).dump());
     if (request_->include_usage) send_event(usage_chunk(context_, u.prompt_tokens, u.output_tokens).dump());
   }
   send_event("[DONE]");
@@ -314,13 +334,13 @@ void HttpSession::finish_stream(const StreamUpdate& u) {
   write_next();
 }
 
-void HttpSession::finish_whole(const StreamUpdate& u) {
+void HttpSession::finish_whole(const StreamUpdate& u, const std::string& reason) {
   close_after_write_ = true;
   if (!u.failure.empty()) {
     respond_error(ApiError(503, u.failure, "service_unavailable", "", "request_failed"));
     return;
   }
-  respond_json(200, full_response(context_, text_, "length", u.prompt_tokens, u.output_tokens), false);
+  respond_json(200, full_response(context_, text_, reason, u.prompt_tokens, u.output_tokens), false);
 }
 
 void HttpSession::send_event(const std::string& data) {

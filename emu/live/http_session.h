@@ -19,6 +19,7 @@
 
 #include "emu/live/api_error.h"
 #include "emu/live/filler_text.h"
+#include "emu/live/stop_matcher.h"
 #include "emu/live/live_engine.h"
 #include "emu/live/openai_api.h"
 
@@ -58,8 +59,11 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   void generate(Endpoint endpoint, const Request& req);
   // Generation, on the strand.
   void on_update(const StreamUpdate& u);
-  void finish_stream(const StreamUpdate& u);
-  void finish_whole(const StreamUpdate& u);
+  // Sends (streaming) or keeps (whole) answer text.
+  void emit(const std::string& text, bool first);
+  // Ends the answer: `u` is the last update, `reason` OpenAI's finish_reason.
+  void finish_stream(const StreamUpdate& u, const std::string& reason);
+  void finish_whole(const StreamUpdate& u, const std::string& reason);
   void send_event(const std::string& data);
   void write_next();
   void watch_disconnect();
@@ -76,6 +80,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   // The generation in progress.
   std::optional<CompletionRequest> request_;
   std::optional<FillerText> filler_;
+  std::optional<StopMatcher> stop_;
   ResponseContext context_;
   engine::RequestId id_ = 0;
   std::string text_;  // non-streaming: the answer so far

@@ -14,6 +14,10 @@ namespace {
 // How often (wall seconds) the ranks' health is read for admission and /health: ranks also come back
 // on their own (a GPU reset, a worker restart).
 constexpr double kHealthPollWallS = 0.02;
+// Wall seconds of lag that start a warning, and that end it (hysteresis, so a host near the edge does
+// not flood the log).
+constexpr double kLagWarnWallS = 0.05;
+constexpr double kLagClearWallS = 0.01;
 
 // Hands an outcome on exactly once: what the runtime thread gives it, or, when it is dropped
 // unanswered (the fault withdrawn, the runtime stopped before getting to it), an error saying so.
@@ -65,6 +69,7 @@ void LiveEngine::serve(const Scenario& scenario, std::promise<void>& ready) {
     block_tokens_ = deployment->kv_block_tokens();
     // The longest context one normal rank's KV cache can hold.
     max_prompt_tokens_ = deployment->system().kv(0).gpu().capacity() * block_tokens_;
+    max_context_tokens_ = deployment->model().max_position_embeddings;
     deployment_ = deployment.get();
     faults = std::make_unique<LiveFaults>(*rt, scenario, *deployment);
     faults_ = faults.get();
@@ -78,6 +83,7 @@ void LiveEngine::serve(const Scenario& scenario, std::promise<void>& ready) {
   ready.set_value();
   std::function<void()> poll_health = [&] {
     refresh_health();
+    watch_lag(*rt);
     rt->call_after(rt::from_seconds(kHealthPollWallS * opts_.time_scale), poll_health);
   };
   try {
@@ -116,6 +122,15 @@ Admission LiveEngine::submit(std::int64_t prompt_tokens, std::vector<engine::Blo
   if (!healthy()) {
     a.refusal = Refusal::unhealthy;
     a.detail = "no healthy worker: every normal rank's GPU has failed";
+    return a;
+  }
+  if (prompt_tokens + max_tokens > max_context_tokens_) {
+    // vLLM's wording, which clients match on.
+    a.refusal = Refusal::over_context;
+    a.detail = "This model's maximum context length is " + std::to_string(max_context_tokens_) +
+               " tokens. However, you requested " + std::to_string(prompt_tokens + max_tokens) + " tokens (" +
+               std::to_string(prompt_tokens) + " in the messages, " + std::to_string(max_tokens) +
+               " in the completion). Please reduce the length of the messages or completion.";
     return a;
   }
   if (prompt_tokens + max_tokens > max_prompt_tokens_) {
@@ -213,12 +228,23 @@ void LiveEngine::on_done(const engine::RequestTiming& t) {
 }
 
 void LiveEngine::cancel(engine::RequestId id) {
+  if (withdraw(id)) metrics_.record_cancelled();
+}
+
+void LiveEngine::stop_at_sequence(engine::RequestId id) {
+  if (const auto l = withdraw(id)) metrics_.record_stopped(l->prompt_tokens, l->output_tokens);
+}
+
+std::optional<LiveEngine::Live> LiveEngine::withdraw(engine::RequestId id) {
+  std::optional<Live> gone;
   {
     std::lock_guard<std::mutex> lock(live_mu_);
-    if (live_.erase(id) == 0) return;
+    const auto it = live_.find(id);
+    if (it == live_.end()) return gone;
+    gone = std::move(it->second);
+    live_.erase(it);
     in_flight_ = live_.size();
   }
-  metrics_.record_cancelled();
   post([this, id] {
     try {
       deployment_->system().cancel(id);
@@ -226,6 +252,7 @@ void LiveEngine::cancel(engine::RequestId id) {
       spdlog::warn("live: cancelling request {}: {}", id, e.what());
     }
   });
+  return gone;
 }
 
 std::shared_ptr<EngineTicket> LiveEngine::inject(const nlohmann::json& fault, std::function<void(InjectOutcome)> done) {
@@ -279,6 +306,26 @@ void LiveEngine::refresh_health() {
   healthy_ranks_ = healthy;
 }
 
+void LiveEngine::watch_lag(const rt::RealTimeRuntime& rt) {
+  const std::int64_t lag_ns = rt.lag().ns();
+  const double wall_s = static_cast<double>(lag_ns) * 1e-9 / rt.scale();
+  if (!lagging_ && wall_s > kLagWarnWallS) {
+    lagging_ = true;
+    spdlog::warn("live: emulated time is {:.3f} s behind the wall clock x {}: the host cannot compute the rack's "
+                 "events as fast as they fall due; latencies stay the model's, clients see them {:.0f} ms late "
+                 "(a lower --time-scale keeps up)",
+                 static_cast<double>(lag_ns) * 1e-9, rt.scale(), wall_s * 1e3);
+  } else if (lagging_ && wall_s < kLagClearWallS) {
+    lagging_ = false;
+    spdlog::info("live: emulated time caught up with the wall clock");
+  }
+}
+
+double LiveEngine::emulation_lag_s() {
+  std::lock_guard<std::mutex> lock(rt_mu_);
+  return rt_ != nullptr ? static_cast<double>(rt_->lag().ns()) * 1e-9 : 0.0;
+}
+
 EngineGauges LiveEngine::gauges_now() {
   refresh_health();
   EngineGauges g;
@@ -293,6 +340,7 @@ EngineGauges LiveEngine::gauges_now() {
   g.kv_usage = capacity > 0 ? static_cast<double>(used) / static_cast<double>(capacity) : 0.0;
   g.healthy_ranks = healthy_ranks_.load();
   g.total_ranks = system.ranks();
+  g.emulation_lag_s = emulation_lag_s();
   return g;
 }
 
@@ -311,6 +359,7 @@ EngineGauges LiveEngine::last_gauges() {
   std::lock_guard<std::mutex> lock(gauges_mu_);
   EngineGauges g = last_gauges_;
   g.healthy_ranks = healthy() ? g.healthy_ranks : 0;
+  g.emulation_lag_s = emulation_lag_s();
   return g;
 }
 

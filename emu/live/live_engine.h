@@ -41,9 +41,17 @@ struct StreamUpdate {
 };
 using StreamSink = std::function<void(const StreamUpdate&)>;
 
-enum class Refusal { none, queue_full, unhealthy, too_long };
+// too_long: more than a rank's KV cache holds; over_context: more than the model's context length.
+enum class Refusal { none, queue_full, unhealthy, too_long, over_context };
 // The HTTP status of a refusal (the gRPC frontend counts its refusals under the same codes).
-inline int http_status(Refusal r) { return r == Refusal::queue_full ? 429 : r == Refusal::too_long ? 413 : 503; }
+inline int http_status(Refusal r) {
+  switch (r) {
+    case Refusal::queue_full: return 429;
+    case Refusal::too_long: return 413;
+    case Refusal::over_context: return 400;  // as vLLM answers a request over max_model_len
+    default: return 503;
+  }
+}
 
 struct Admission {
   engine::RequestId id = 0;
@@ -93,6 +101,9 @@ class LiveEngine {
   Admission submit_text(std::string_view prompt, std::int64_t max_tokens, StreamSink sink);
   // Thread-safe. The request's sink hears nothing more; its KV is freed.
   void cancel(engine::RequestId id);
+  // Thread-safe. The same for a request whose answer reached a stop sequence: counted as finished
+  // (finished_reason "stop"), not cancelled.
+  void stop_at_sequence(engine::RequestId id);
   // Thread-safe. Injects a fault (live_faults.h); `done` runs exactly once, on the runtime thread (or
   // the thread stopping it), with the outcome, and must only hand it on. The ticket withdraws the fault
   // while it still waits for the runtime thread. Null, and `done` not run, when the runtime is gone.
@@ -116,10 +127,17 @@ class LiveEngine {
   bool healthy() const { return healthy_ranks_.load() > 0 && !dead_.load(); }
   std::int64_t block_tokens() const { return block_tokens_; }
   std::int64_t max_prompt_tokens() const { return max_prompt_tokens_; }
+  // The model's context length (ModelProfile::max_position_embeddings): prompt and output together.
+  std::int64_t max_context_tokens() const { return max_context_tokens_; }
   const std::string& model_name() const { return model_name_; }
   std::uint64_t seed() const { return seed_; }
   LiveMetrics& metrics() { return metrics_; }
   std::size_t in_flight() const { return in_flight_.load(); }
+  // Thread-safe. Emulated seconds the rack is behind the wall clock times the time scale: the host
+  // could not compute its events as fast as they fell due (0 while it keeps up). Latencies stay the
+  // model's; clients see them late by lag / scale wall seconds.
+  // Read at an event (a token's sink runs at one), it is how late that event ran.
+  double emulation_lag_s();
 
  private:
   struct Live {
@@ -133,7 +151,11 @@ class LiveEngine {
   void start(engine::RequestId id, std::int64_t prompt_tokens, std::vector<engine::BlockHash> hashes,
              std::int64_t max_tokens);
   void fail_all(const std::string& why);
+  // Ends the request here and in the engine; what it was, or nothing when it was already over.
+  std::optional<Live> withdraw(engine::RequestId id);
   void refresh_health();
+  // Reads the runtime's lag (runtime thread) and warns once when the host starts falling behind.
+  void watch_lag(const rt::RealTimeRuntime& rt);
   EngineGauges gauges_now();
 
   LiveOptions opts_;
@@ -142,6 +164,7 @@ class LiveEngine {
   std::uint64_t seed_ = 1;
   std::int64_t block_tokens_ = 64;
   std::int64_t max_prompt_tokens_ = 0;
+  std::int64_t max_context_tokens_ = 0;
   rt::RealTimeRuntime* rt_ = nullptr;  // guarded by rt_mu_ (posting); set while the runtime runs
   Deployment* deployment_ = nullptr;   // runtime thread only
   LiveFaults* faults_ = nullptr;       // runtime thread only
@@ -152,6 +175,7 @@ class LiveEngine {
   engine::RequestId next_id_ = 1;  // guarded by live_mu_
   std::atomic<std::size_t> in_flight_{0};
   std::atomic<std::int64_t> healthy_ranks_{0};
+  bool lagging_ = false;  // runtime thread only: a falling-behind warning was logged and not yet cleared
   std::atomic<bool> dead_{false};
   std::mutex gauges_mu_;
   EngineGauges last_gauges_;

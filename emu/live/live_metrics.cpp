@@ -61,6 +61,13 @@ void LiveMetrics::record_done(const engine::RequestTiming& t) {
   if (l.tpot) tpot_s_.observe(*l.tpot);
 }
 
+void LiveMetrics::record_stopped(std::int64_t prompt_tokens, std::int64_t output_tokens) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++stopped_;
+  prompt_tokens_ += static_cast<std::uint64_t>(prompt_tokens);
+  generation_tokens_ += static_cast<std::uint64_t>(output_tokens);
+}
+
 void LiveMetrics::record_cancelled() {
   std::lock_guard<std::mutex> lock(mu_);
   ++cancelled_;
@@ -117,6 +124,9 @@ std::string LiveMetrics::prometheus_text(const EngineGauges& g, const std::strin
   line(out, "nvl:healthy_ranks", model, static_cast<double>(g.healthy_ranks));
   header(out, "nvl:total_ranks", "gauge", "Normal ranks.");
   line(out, "nvl:total_ranks", model, static_cast<double>(g.total_ranks));
+  header(out, "nvl72emu:emulation_lag_seconds", "gauge",
+         "Emulated seconds the rack is behind the wall clock times the time scale (0: the host keeps up).");
+  line(out, "nvl72emu:emulation_lag_seconds", model, g.emulation_lag_s);
 
   std::lock_guard<std::mutex> lock(mu_);
   header(out, "vllm:prompt_tokens_total", "counter", "Prompt tokens of finished requests.");
@@ -129,6 +139,7 @@ std::string LiveMetrics::prometheus_text(const EngineGauges& g, const std::strin
   line(out, "vllm:prefix_cache_hits_total", model, static_cast<double>(prefix_hits_));
   header(out, "vllm:request_success_total", "counter", "Requests that finished.");
   line(out, "vllm:request_success_total", model + ",finished_reason=\"length\"", static_cast<double>(completed_));
+  line(out, "vllm:request_success_total", model + ",finished_reason=\"stop\"", static_cast<double>(stopped_));
   header(out, "nvl:request_failed_total", "counter", "Requests the engine failed (a fault).");
   line(out, "nvl:request_failed_total", model, static_cast<double>(failed_));
   header(out, "nvl:request_cancelled_total", "counter", "Requests cancelled by their client.");

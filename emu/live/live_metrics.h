@@ -18,6 +18,7 @@ struct EngineGauges {
   double kv_usage = 0;  // 0..1: GPU KV blocks held by requests over all normal ranks' blocks
   std::int64_t healthy_ranks = 0;
   std::int64_t total_ranks = 0;
+  double emulation_lag_s = 0;  // LiveEngine::emulation_lag_s
 };
 
 class LiveMetrics {
@@ -25,6 +26,8 @@ class LiveMetrics {
   // Emulated (simulated) seconds: what the rack would have measured.
   void record_done(const engine::RequestTiming& t);
   void record_cancelled();
+  // A request whose answer reached a stop sequence: finished, with the tokens it had produced.
+  void record_stopped(std::int64_t prompt_tokens, std::int64_t output_tokens);
   // An HTTP status or gRPC refusal given to a request that never reached the engine.
   void record_rejected(int status);
   void record_fault();
@@ -54,6 +57,7 @@ class LiveMetrics {
   std::uint64_t completed_ = 0;
   std::uint64_t failed_ = 0;
   std::uint64_t cancelled_ = 0;
+  std::uint64_t stopped_ = 0;
   std::uint64_t faults_ = 0;
   std::uint64_t prompt_tokens_ = 0;
   std::uint64_t generation_tokens_ = 0;

@@ -29,13 +29,50 @@ std::string message_content(const nlohmann::json& content, const std::string& pa
   throw ApiError::bad_request("content must be a string or an array of text parts", param);
 }
 
+bool present(const nlohmann::json& body, const char* key) { return body.contains(key) && !body[key].is_null(); }
+
+// The tool schemas as the model reads them: chat templates render them as JSON into the prompt.
+std::string tool_schemas(const nlohmann::json& body) {
+  if (!present(body, "tools")) return "";
+  const auto& tools = body["tools"];
+  if (!tools.is_array()) throw ApiError::bad_request("'tools' must be an array", "tools");
+  std::string text;
+  for (std::size_t i = 0; i < tools.size(); ++i) {
+    if (!tools[i].is_object()) throw ApiError::bad_request("each tool must be an object", "tools[" + std::to_string(i) + "]");
+    text += tools[i].dump() + "\n";
+  }
+  return text;
+}
+
+// An assistant message's tool calls as the model reads them: each function's name and arguments.
+std::string tool_calls_text(const nlohmann::json& m, const std::string& param) {
+  if (!present(m, "tool_calls")) return "";
+  const auto& calls = m["tool_calls"];
+  if (!calls.is_array()) throw ApiError::bad_request("'tool_calls' must be an array", param + ".tool_calls");
+  std::string text;
+  for (std::size_t i = 0; i < calls.size(); ++i) {
+    const std::string at = param + ".tool_calls[" + std::to_string(i) + "].function";
+    const auto& c = calls[i];
+    if (!c.is_object() || !c.contains("function") || !c["function"].is_object()) {
+      throw ApiError::bad_request("each tool call must have a 'function' object", at);
+    }
+    const auto& f = c["function"];
+    if (!f.contains("name") || !f["name"].is_string()) throw ApiError::bad_request("'name' must be a string", at + ".name");
+    if (!f.contains("arguments") || !f["arguments"].is_string()) {
+      throw ApiError::bad_request("'arguments' must be a string (JSON text)", at + ".arguments");
+    }
+    text += f["name"].get<std::string>() + "(" + f["arguments"].get<std::string>() + ")\n";
+  }
+  return text;
+}
+
 std::string chat_prompt(const nlohmann::json& body) {
   if (!body.contains("messages")) throw ApiError::bad_request("'messages' is required", "messages");
   const auto& messages = body["messages"];
   if (!messages.is_array() || messages.empty()) {
     throw ApiError::bad_request("'messages' must be a non-empty array", "messages");
   }
-  std::string text;
+  std::string text = tool_schemas(body);
   for (std::size_t i = 0; i < messages.size(); ++i) {
     const std::string param = "messages[" + std::to_string(i) + "]";
     const auto& m = messages[i];
@@ -44,7 +81,7 @@ std::string chat_prompt(const nlohmann::json& body) {
       throw ApiError::bad_request("role must be one of system, developer, user, assistant, tool", param + ".role");
     }
     text += m["role"].get<std::string>() + ": " + message_content(m.value("content", nlohmann::json()), param + ".content") +
-            "\n";
+            "\n" + tool_calls_text(m, param);
   }
   return text;
 }
@@ -72,6 +109,58 @@ std::int64_t max_tokens(const nlohmann::json& body, Endpoint endpoint) {
   return v.get<std::int64_t>();
 }
 
+// OpenAI's limit: up to 4 stop sequences.
+constexpr std::size_t kMaxStops = 4;
+
+std::vector<std::string> stop_sequences(const nlohmann::json& body) {
+  if (!present(body, "stop")) return {};
+  const auto& v = body["stop"];
+  std::vector<std::string> stops;
+  if (v.is_string()) {
+    stops.push_back(v.get<std::string>());
+  } else if (v.is_array() && v.size() <= kMaxStops) {
+    for (const auto& s : v) {
+      if (!s.is_string()) throw ApiError::bad_request("'stop' must be a string or an array of strings", "stop");
+      stops.push_back(s.get<std::string>());
+    }
+  } else {
+    throw ApiError::bad_request("'stop' must be a string or an array of up to 4 strings", "stop");
+  }
+  for (const auto& s : stops) {
+    if (s.empty()) throw ApiError::bad_request("a stop sequence must not be empty", "stop");
+  }
+  return stops;
+}
+
+// Fields that change the answer in ways the emulator does not produce: refused, never silently ignored.
+void refuse_unsupported(const nlohmann::json& j, Endpoint endpoint) {
+  const auto refuse = [](const char* key, const std::string& why) {
+    throw ApiError::bad_request("'" + std::string(key) + "' is not supported: " + why, key);
+  };
+  if (present(j, "n") && !(j["n"].is_number_integer() && j["n"].get<long long>() == 1)) {
+    refuse("n", "only n = 1 is (one answer per request)");
+  }
+  const bool wants_logprobs = endpoint == Endpoint::chat
+                                  ? present(j, "logprobs") && !(j["logprobs"].is_boolean() && !j["logprobs"].get<bool>())
+                                  : present(j, "logprobs") && !(j["logprobs"].is_number_integer() &&
+                                                                j["logprobs"].get<long long>() == 0);
+  if (wants_logprobs) refuse("logprobs", "the emulated model has no token probabilities");
+  if (present(j, "top_logprobs")) refuse("top_logprobs", "the emulated model has no token probabilities");
+  if (present(j, "response_format") &&
+      !(j["response_format"].is_object() && j["response_format"].value("type", "") == "text")) {
+    refuse("response_format", "the answer is filler text; only {\"type\": \"text\"} is");
+  }
+  if (present(j, "tool_choice") &&
+      !(j["tool_choice"].is_string() && (j["tool_choice"] == "auto" || j["tool_choice"] == "none"))) {
+    refuse("tool_choice", "the emulated model never calls a tool; only \"auto\" and \"none\" are");
+  }
+  if (present(j, "echo") && !(j["echo"].is_boolean() && !j["echo"].get<bool>())) refuse("echo", "the answer is new text only");
+  if (present(j, "best_of") && !(j["best_of"].is_number_integer() && j["best_of"].get<long long>() == 1)) {
+    refuse("best_of", "only best_of = 1 is");
+  }
+  if (present(j, "suffix")) refuse("suffix", "insertion is not modelled");
+}
+
 }  // namespace
 
 CompletionRequest parse_completion_request(Endpoint endpoint, std::string_view body, const std::string& served_model) {
@@ -86,14 +175,13 @@ CompletionRequest parse_completion_request(Endpoint endpoint, std::string_view b
     throw ApiError(404, "The model `" + r.model + "` does not exist. This server serves `" + served_model + "`.",
                    "invalid_request_error", "model", "model_not_found");
   }
+  refuse_unsupported(j, endpoint);
   r.prompt_text = endpoint == Endpoint::chat ? chat_prompt(j) : completion_prompt(j);
   r.max_tokens = max_tokens(j, endpoint);
+  r.stop = stop_sequences(j);
   if (j.contains("stream") && !j["stream"].is_null()) {
     if (!j["stream"].is_boolean()) throw ApiError::bad_request("'stream' must be a boolean", "stream");
     r.stream = j["stream"].get<bool>();
-  }
-  if (j.contains("n") && !j["n"].is_null() && !(j["n"].is_number_integer() && j["n"].get<long long>() == 1)) {
-    throw ApiError::bad_request("only n = 1 is supported", "n");
   }
   if (j.contains("stream_options") && !j["stream_options"].is_null()) {
     const auto& o = j["stream_options"];

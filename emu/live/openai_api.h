@@ -1,11 +1,14 @@
 #pragma once
 // OpenAI's wire format for /v1/completions and /v1/chat/completions: checking a request body, and
 // the response bodies and server-sent-event chunks (with and without streaming). Bad fields are an
-// ApiError (400, or 404 for a model the server does not serve).
+// ApiError (400, or 404 for a model the server does not serve). Unknown fields are ignored, as OpenAI's API
+// does; known fields that would change the answer in a way the emulator cannot honour (logprobs, n > 1,
+// a response_format other than text, a forced tool call, echo, best_of, suffix) are a 400 naming the field.
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -16,8 +19,11 @@ enum class Endpoint { completions, chat };
 struct CompletionRequest {
   Endpoint endpoint = Endpoint::completions;
   std::string model;
-  std::string prompt_text;  // chat: the messages as "role: content" lines
+  // What the model reads: the prompt; chat: the tool schemas (JSON) and then each message as a
+  // "role: content" line, with its tool calls' names and arguments.
+  std::string prompt_text;
   std::int64_t max_tokens = 0;
+  std::vector<std::string> stop;  // generation ends before the first of these in the answer
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
 };

@@ -328,6 +328,7 @@ void FiberLoop::post(std::function<void()> fn) {
     std::lock_guard<std::mutex> lock(mu_);
     posts_.push_back(std::move(fn));
     posted_.store(true, std::memory_order_release);
+    post_queued_locked();
   }
   cv_.notify_one();
 }
@@ -347,6 +348,7 @@ void FiberLoop::drain_posts() {
     std::lock_guard<std::mutex> lock(mu_);
     batch.swap(posts_);
     posted_.store(false, std::memory_order_release);
+    posts_taken_locked();
   }
   for (auto& fn : batch) fn();
 }

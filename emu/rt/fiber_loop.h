@@ -56,6 +56,9 @@ class FiberLoop : public Runtime {
   virtual void idle_wait() = 0;
   // Called when the run ends at a time limit.
   virtual void settle_at(Time limit) = 0;
+  // With `mu_` held: a post() was queued; the queue was taken to run.
+  virtual void post_queued_locked() {}
+  virtual void posts_taken_locked() {}
 
   // Wakes a thread blocked in wait_until_due/idle_wait; hold `mu_` to wait.
   std::mutex mu_;

@@ -95,6 +95,7 @@ ModelProfile load_model_profile(const std::filesystem::path& file) {
   m.num_hidden_layers = r.integer("num_hidden_layers", 1, 4096);
   m.first_k_dense_replace = r.integer("first_k_dense_replace", 0, m.num_hidden_layers);
   m.vocab_size = r.integer("vocab_size", 1, 1 << 24);
+  m.max_position_embeddings = r.integer("max_position_embeddings", 1, std::int64_t{1} << 40);
   m.num_attention_heads = r.integer("num_attention_heads", 1, 4096);
   if (m.is_mla()) {
     m.q_lora_rank = r.integer("q_lora_rank", 1, kMaxDim);

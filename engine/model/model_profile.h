@@ -20,6 +20,8 @@ struct ModelProfile {
   std::int64_t num_hidden_layers = 0;
   std::int64_t first_k_dense_replace = 0;  // the first k layers have a dense FFN, the rest MoE
   std::int64_t vocab_size = 0;
+  // The longest sequence (prompt and output) the model serves: vLLM's max_model_len defaults to it.
+  std::int64_t max_position_embeddings = 0;
   std::int64_t num_attention_heads = 0;
   // MLA
   std::int64_t q_lora_rank = 0;

@@ -128,12 +128,16 @@ TEST_F(HttpApi, BadRequestsGetOpenAiErrors) {
   EXPECT_EQ(post_json(port(), "/v1/completions", {{"model", "nope"}, {"prompt", "x"}}).status, 404);
   EXPECT_EQ(get(port(), "/v2/everything").status, 404);
   EXPECT_EQ(get(port(), "/v1/completions").status, 405);
-  // Too long for a rank's KV cache: 413.
-  const std::int64_t cap = server_->engine().max_prompt_tokens();
+  // Prompt and output over the model's context length (DeepSeek-V3: 163,840): 400, as vLLM answers.
+  const std::int64_t context = server_->engine().max_context_tokens();
+  ASSERT_EQ(context, 163840);
   const auto too_long =
-      post_json(port(), "/v1/completions", {{"model", model()}, {"prompt", "x"}, {"max_tokens", cap}});
-  EXPECT_EQ(too_long.status, 413) << too_long.body;
+      post_json(port(), "/v1/completions", {{"model", model()}, {"prompt", "x"}, {"max_tokens", context}});
+  EXPECT_EQ(too_long.status, 400) << too_long.body;
   EXPECT_EQ(too_long.json()["error"]["code"], "context_length_exceeded");
+  EXPECT_NE(too_long.json()["error"]["message"].get<std::string>().find("maximum context length is 163840 tokens"),
+            std::string::npos)
+      << too_long.body;
   const auto unknown_fault = post_json(port(), "/admin/fault", {{"kind", "melt"}});
   EXPECT_EQ(unknown_fault.status, 400);
   EXPECT_NE(unknown_fault.json()["error"]["message"].get<std::string>().find("kind"), std::string::npos);
@@ -142,6 +146,41 @@ TEST_F(HttpApi, BadRequestsGetOpenAiErrors) {
   EXPECT_EQ(http_request(port(), verb::post, "/admin/fault", "{oops").status, 400);
   // The server is still there.
   EXPECT_EQ(get(port(), "/health").status, 200);
+}
+
+// A stop sequence ends the answer before its first occurrence (the sequence is not part of it), with
+// finish_reason "stop", whole or streamed. The expected text is cut by hand from the same prompt's
+// answer without a stop (same seed and prompt, same words).
+TEST_F(HttpApi, StopSequencesCutTheAnswer) {
+  const nlohmann::json plain = {{"model", model()}, {"prompt", "Tell me about the fabric."}, {"max_tokens", 24}};
+  const std::string full = post_json(port(), "/v1/completions", plain).json()["choices"][0]["text"];
+  // The sixth word with its spaces: a sequence the answer holds, ending it after at most five words.
+  std::size_t at = 0;
+  for (int w = 0; w < 5; ++w) at = full.find(' ', at) + 1;
+  const std::string stop = " " + full.substr(at, full.find(' ', at) - at) + " ";
+  const std::string expected = full.substr(0, full.find(stop));
+  nlohmann::json body = plain;
+  body["stop"] = nlohmann::json::array({"never in the answer", stop});
+  const auto whole = post_json(port(), "/v1/completions", body).json();
+  EXPECT_EQ(whole["choices"][0]["text"], expected);
+  EXPECT_EQ(whole["choices"][0]["finish_reason"], "stop");
+  EXPECT_LT(whole["usage"]["completion_tokens"].get<int>(), 24);
+  body["stream"] = true;
+  std::string streamed;
+  std::string reason;
+  for (const auto& e : post_json(port(), "/v1/completions", body).events()) {
+    if (e == "[DONE]") continue;
+    const auto c = nlohmann::json::parse(e);
+    streamed += c["choices"][0]["text"].get<std::string>();
+    if (!c["choices"][0]["finish_reason"].is_null()) reason = c["choices"][0]["finish_reason"];
+  }
+  EXPECT_EQ(streamed, expected);
+  EXPECT_EQ(reason, "stop");
+  // Both counted as finished at a stop sequence, not cancelled.
+  const std::string metrics = get(port(), "/metrics").body;
+  EXPECT_NE(metrics.find("vllm:request_success_total{model_name=\"" + model() + "\",finished_reason=\"stop\"} 2"),
+            std::string::npos)
+      << metrics;
 }
 
 // Holds the engine's runtime thread, as a long emulation step would, until released.

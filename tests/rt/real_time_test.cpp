@@ -80,5 +80,56 @@ TEST(RealTime, PostInterruptsAWaitForALaterTimer) {
   EXPECT_GE(posted_at, Time::zero() + 10_ms);
 }
 
+// Each wake-up comes some tens of microseconds late on a loaded host (timer slack, scheduling). When
+// emulated time was read off the wall clock, a chain of 400 one-millisecond sleeps ended at 400 ms plus
+// every wake-up's lateness (about 20 to 40 ms here); each event now runs at its own time.
+TEST(RealTime, HostLatenessIsNotEmulatedTime) {
+  RealTimeRuntime rt(LoopOptions{}, 4.0);
+  Time end;
+  rt.spawn("chain", [&] {
+    for (int i = 0; i < 400; ++i) rt.sleep(1_ms);
+    end = rt.now();
+  });
+  rt.run();
+  EXPECT_EQ(end, Time::zero() + 400_ms);
+}
+
+// A host too slow for the scale: every event takes 2 ms of wall time to compute and schedules the next
+// 1 ms of emulated time later, at scale 1. Emulated time stays the model's (50 events, 50 ms) and falls
+// behind the wall: by the last event about 50 x (2 - 1) = 50 ms; at least half that is asserted.
+TEST(RealTime, ASlowHostFallsBehindAndSaysBy) {
+  RealTimeRuntime rt;
+  Time end;
+  Duration lag;
+  rt.spawn("slow", [&] {
+    for (int i = 0; i < 50; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      rt.sleep(1_ms);
+    }
+    end = rt.now();
+    lag = rt.lag();
+  });
+  rt.run();
+  EXPECT_EQ(end, Time::zero() + 50_ms);
+  EXPECT_GE(lag, 25_ms);
+}
+
+// Building a deployment takes host time before the loop runs; that is no emulated time, and the loop
+// does not then rush its first events to catch up with it.
+TEST(RealTime, HostTimeBeforeTheRunIsNotEmulatedTime) {
+  RealTimeRuntime rt;
+  Time woke;
+  rt.spawn("sleeper", [&] {
+    rt.sleep(30_ms);
+    woke = rt.now();
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  const auto start = WallClock::now();
+  rt.run();
+  EXPECT_GE(WallClock::now() - start, std::chrono::milliseconds(30));
+  EXPECT_EQ(woke, Time::zero() + 30_ms);
+  EXPECT_LT(rt.lag(), 5_ms);
+}
+
 }  // namespace
 }  // namespace nvl::rt
