@@ -130,6 +130,12 @@ TEST_F(BadModelProfile, EachKindOfBadInputIsNamed) {
   EXPECT_NE(error_for([](nlohmann::json& j) { j.erase("hidden_size"); }).find("hidden_size: missing key"), std::string::npos);
   EXPECT_NE(error_for([](nlohmann::json& j) { j["num_hidden_layers"] = -2; }).find("num_hidden_layers: expected an integer"),
             std::string::npos);
+  EXPECT_NE(error_for([](nlohmann::json& j) { j.erase("max_position_embeddings"); })
+                .find("max_position_embeddings: missing key"),
+            std::string::npos)
+      << "live mode refuses requests over the context length";
+  EXPECT_NE(error_for([](nlohmann::json& j) { j["max_position_embeddings"] = 0; }).find("max_position_embeddings: expected an integer"),
+            std::string::npos);
   EXPECT_NE(error_for([](nlohmann::json& j) { j["attention"] = "flash"; }).find("attention: expected \"mla\""),
             std::string::npos);
   EXPECT_NE(error_for([](nlohmann::json& j) { j["num_experts_per_tok"] = 300; }).find("num_experts_per_tok"), std::string::npos);
