@@ -128,7 +128,9 @@ TEST(RealTime, HostTimeBeforeTheRunIsNotEmulatedTime) {
   rt.run();
   EXPECT_GE(WallClock::now() - start, std::chrono::milliseconds(30));
   EXPECT_EQ(woke, Time::zero() + 30_ms);
-  EXPECT_LT(rt.lag(), 5_ms);
+  // Counted from construction, the wake-up would be 100 ms late; a loaded (sanitized) host wakes a few
+  // milliseconds late at most.
+  EXPECT_LT(rt.lag(), 50_ms);
 }
 
 }  // namespace
