@@ -97,7 +97,7 @@ std::string completion_prompt(const nlohmann::json& body) {
 std::int64_t max_tokens(const nlohmann::json& body, Endpoint endpoint) {
   const char* key = endpoint == Endpoint::chat && body.contains("max_completion_tokens") ? "max_completion_tokens"
                                                                                           : "max_tokens";
-  if (!body.contains(key) || body[key].is_null()) {
+  if (!present(body, key)) {
     return endpoint == Endpoint::chat ? kDefaultChatTokens : kDefaultCompletionTokens;
   }
   const auto& v = body[key];
@@ -179,11 +179,11 @@ CompletionRequest parse_completion_request(Endpoint endpoint, std::string_view b
   r.prompt_text = endpoint == Endpoint::chat ? chat_prompt(j) : completion_prompt(j);
   r.max_tokens = max_tokens(j, endpoint);
   r.stop = stop_sequences(j);
-  if (j.contains("stream") && !j["stream"].is_null()) {
+  if (present(j, "stream")) {
     if (!j["stream"].is_boolean()) throw ApiError::bad_request("'stream' must be a boolean", "stream");
     r.stream = j["stream"].get<bool>();
   }
-  if (j.contains("stream_options") && !j["stream_options"].is_null()) {
+  if (present(j, "stream_options")) {
     const auto& o = j["stream_options"];
     if (!o.is_object()) throw ApiError::bad_request("'stream_options' must be an object", "stream_options");
     if (!r.stream) throw ApiError::bad_request("'stream_options' needs 'stream': true", "stream_options");
