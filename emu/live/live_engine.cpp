@@ -70,6 +70,9 @@ void LiveEngine::serve(const Scenario& scenario, std::promise<void>& ready) {
     // The longest context one normal rank's KV cache can hold.
     max_prompt_tokens_ = deployment->system().kv(0).gpu().capacity() * block_tokens_;
     max_context_tokens_ = deployment->model().max_position_embeddings;
+    metrics_.emplace(MetricsShape{.engines = deployment->system().ranks(),
+                                  .max_model_len = max_context_tokens_,
+                                  .block_tokens = block_tokens_});
     deployment_ = deployment.get();
     faults = std::make_unique<LiveFaults>(*rt, scenario, *deployment);
     faults_ = faults.get();
@@ -148,7 +151,10 @@ Admission LiveEngine::submit(std::int64_t prompt_tokens, std::vector<engine::Blo
       return a;
     }
     a.id = next_id_++;
-    live_[a.id] = Live{.sink = std::move(sink), .prompt_tokens = prompt_tokens, .output_tokens = 0};
+    Live& l = live_[a.id];
+    l.sink = std::move(sink);
+    l.prompt_tokens = prompt_tokens;
+    l.max_tokens = max_tokens;
     in_flight_ = live_.size();
   }
   const engine::RequestId id = a.id;
@@ -193,17 +199,30 @@ void LiveEngine::start(engine::RequestId id, std::int64_t prompt_tokens, std::ve
 }
 
 void LiveEngine::on_tokens(engine::RequestId id, std::int64_t count) {
+  const rt::Time now = rt_->now();
   StreamSink sink;
   StreamUpdate u;
+  std::optional<rt::Time> previous;
   {
     std::lock_guard<std::mutex> lock(live_mu_);
     const auto it = live_.find(id);
     if (it == live_.end()) return;
-    it->second.output_tokens += count;
+    Live& l = it->second;
+    l.output_tokens += count;
+    previous = std::exchange(l.last_token, now);
     u.new_tokens = count;
-    u.prompt_tokens = it->second.prompt_tokens;
-    u.output_tokens = it->second.output_tokens;
-    sink = it->second.sink;
+    u.prompt_tokens = l.prompt_tokens;
+    u.output_tokens = l.output_tokens;
+    sink = l.sink;
+  }
+  // The engine that delivered them: the rank the request is on now.
+  if (const engine::RequestTiming* t = deployment_->system().timing(id); t != nullptr && t->rank >= 0) {
+    if (previous) {
+      metrics_->record_tokens(t->rank, count, (now - *previous).seconds());
+    } else {
+      metrics_->record_first_token(t->rank, (now - t->arrival).seconds(), t->prompt_tokens, t->cached_tokens,
+                                   count);
+    }
   }
   sink(u);
 }
@@ -211,37 +230,67 @@ void LiveEngine::on_tokens(engine::RequestId id, std::int64_t count) {
 void LiveEngine::on_done(const engine::RequestTiming& t) {
   StreamSink sink;
   StreamUpdate u;
+  Live ended;
+  FinishReason reason = t.failure.empty() ? FinishReason::length : FinishReason::error;
   {
     std::lock_guard<std::mutex> lock(live_mu_);
-    const auto it = live_.find(t.id);
-    if (it == live_.end()) return;
-    u.prompt_tokens = it->second.prompt_tokens;
-    u.output_tokens = it->second.output_tokens;
-    sink = std::move(it->second.sink);
-    live_.erase(it);
-    in_flight_ = live_.size();
+    if (const auto it = live_.find(t.id); it != live_.end()) {
+      ended = std::move(it->second);
+      live_.erase(it);
+      in_flight_ = live_.size();
+      sink = std::exchange(ended.sink, nullptr);
+    } else if (const auto w = withdrawn_.find(t.id); w != withdrawn_.end()) {
+      reason = w->second.first;
+      ended = std::move(w->second.second);
+      withdrawn_.erase(w);
+    } else {
+      return;
+    }
   }
-  metrics_.record_done(t);
+  record_end(t, ended, reason);
+  if (!sink) return;  // withdrawn: its client heard the end already
+  u.prompt_tokens = ended.prompt_tokens;
+  u.output_tokens = ended.output_tokens;
   u.finished = true;
   u.failure = t.failure;
   sink(u);
 }
 
+void LiveEngine::record_end(const engine::RequestTiming& t, const Live& l, FinishReason reason) {
+  if (t.rank < 0) {
+    if (reason == FinishReason::error) metrics_->record_failed_unrouted();
+    return;  // cancelled before any engine had it
+  }
+  const auto seconds = [](rt::Time from, const std::optional<rt::Time>& to) {
+    return to ? std::max(0.0, (*to - from).seconds()) : 0.0;
+  };
+  FinishedRequest f;
+  f.engine = t.rank;
+  f.reason = reason;
+  f.e2e_s = seconds(t.arrival, t.finished);
+  f.queue_s = t.queue().seconds();
+  f.prefill_s = seconds(t.routed, t.first_token);
+  f.decode_s = t.first_token ? seconds(*t.first_token, l.last_token) : 0.0;
+  f.inference_s = seconds(t.routed, l.last_token);
+  f.prompt_tokens = t.prompt_tokens;
+  f.output_tokens = l.output_tokens;
+  f.max_tokens = l.max_tokens;
+  metrics_->record_finished(f);
+}
+
 void LiveEngine::cancel(engine::RequestId id) {
-  if (withdraw(id)) metrics_.record_cancelled();
+  if (withdraw(id, FinishReason::abort)) metrics_->record_cancelled();
 }
 
-void LiveEngine::stop_at_sequence(engine::RequestId id) {
-  if (const auto l = withdraw(id)) metrics_.record_stopped(l->prompt_tokens, l->output_tokens);
-}
+void LiveEngine::stop_at_sequence(engine::RequestId id) { withdraw(id, FinishReason::stop); }
 
-std::optional<LiveEngine::Live> LiveEngine::withdraw(engine::RequestId id) {
-  std::optional<Live> gone;
+bool LiveEngine::withdraw(engine::RequestId id, FinishReason reason) {
   {
     std::lock_guard<std::mutex> lock(live_mu_);
     const auto it = live_.find(id);
-    if (it == live_.end()) return gone;
-    gone = std::move(it->second);
+    if (it == live_.end()) return false;
+    it->second.sink = nullptr;
+    withdrawn_.emplace(id, std::make_pair(reason, std::move(it->second)));
     live_.erase(it);
     in_flight_ = live_.size();
   }
@@ -252,7 +301,7 @@ std::optional<LiveEngine::Live> LiveEngine::withdraw(engine::RequestId id) {
       spdlog::warn("live: cancelling request {}: {}", id, e.what());
     }
   });
-  return gone;
+  return true;
 }
 
 std::shared_ptr<EngineTicket> LiveEngine::inject(const nlohmann::json& fault, std::function<void(InjectOutcome)> done) {
@@ -263,7 +312,7 @@ std::shared_ptr<EngineTicket> LiveEngine::inject(const nlohmann::json& fault, st
         try {
           faults_->inject(fault, [this, reply](const std::string& what) {
             refresh_health();
-            metrics_.record_fault();
+            metrics_->record_fault();
             reply->answer(InjectOutcome{what, nullptr});
           });
         } catch (...) {
@@ -291,18 +340,19 @@ std::string LiveEngine::inject(const nlohmann::json& fault) {
   return o.injected;
 }
 
-void LiveEngine::refresh_health() {
-  std::int64_t healthy = 0;
+bool LiveEngine::rank_healthy(std::int32_t rank) const {
   const engine::PdSystem& system = deployment_->system();
   // A rank serves when its GPUs are healthy and its group still steps it (not removed after a fault,
   // its worker not crashed and restarting).
-  for (std::int32_t r = 0; r < system.ranks(); ++r) {
-    bool gpus_ok = true;
-    for (const hal::DeviceId gpu : system.group_of(r).devices_of(system.local_rank(r))) {
-      gpus_ok = gpus_ok && deployment_->cluster().fleet().device(gpu).health() == hal::DeviceHealth::healthy;
-    }
-    if (gpus_ok && system.rank_live(r)) ++healthy;
+  for (const hal::DeviceId gpu : system.group_of(rank).devices_of(system.local_rank(rank))) {
+    if (deployment_->cluster().fleet().device(gpu).health() != hal::DeviceHealth::healthy) return false;
   }
+  return system.rank_live(rank);
+}
+
+void LiveEngine::refresh_health() {
+  std::int64_t healthy = 0;
+  for (std::int32_t r = 0; r < deployment_->system().ranks(); ++r) healthy += rank_healthy(r) ? 1 : 0;
   healthy_ranks_ = healthy;
 }
 
@@ -332,11 +382,22 @@ EngineGauges LiveEngine::gauges_now() {
   engine::PdSystem& system = deployment_->system();
   std::int64_t used = 0, capacity = 0;
   for (std::int32_t r = 0; r < system.ranks(); ++r) {
-    g.running += system.group_of(r).load(system.local_rank(r)).running;
-    used += system.kv(r).gpu().used_blocks();
-    capacity += system.kv(r).gpu().capacity();
+    const engine::RankScheduler& s = system.scheduler(r);
+    const engine::KvBlockPool& blocks = system.kv(r).gpu();
+    RankGauges& rank = g.ranks.emplace_back();
+    rank.running = static_cast<std::int64_t>(s.running());
+    rank.waiting = static_cast<std::int64_t>(s.waiting() + s.receiving());
+    rank.gpu_blocks = blocks.capacity();
+    rank.kv_usage = blocks.capacity() > 0 ? static_cast<double>(blocks.used_blocks()) / static_cast<double>(blocks.capacity()) : 0.0;
+    rank.preemptions = s.preemptions();
+    rank.healthy = rank_healthy(r);
+    g.running += rank.running;
+    g.waiting += rank.waiting;
+    used += blocks.used_blocks();
+    capacity += blocks.capacity();
   }
-  g.waiting = std::max<std::int64_t>(0, static_cast<std::int64_t>(in_flight_.load()) - g.running);
+  g.router_queue = static_cast<std::int64_t>(system.pending());
+  g.waiting += g.router_queue;
   g.kv_usage = capacity > 0 ? static_cast<double>(used) / static_cast<double>(capacity) : 0.0;
   g.healthy_ranks = healthy_ranks_.load();
   g.total_ranks = system.ranks();
@@ -378,6 +439,7 @@ void LiveEngine::fail_all(const std::string& why) {
   {
     std::lock_guard<std::mutex> lock(live_mu_);
     gone.swap(live_);
+    withdrawn_.clear();
     in_flight_ = 0;
   }
   for (auto& [id, l] : gone) {

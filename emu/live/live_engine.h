@@ -131,7 +131,7 @@ class LiveEngine {
   std::int64_t max_context_tokens() const { return max_context_tokens_; }
   const std::string& model_name() const { return model_name_; }
   std::uint64_t seed() const { return seed_; }
-  LiveMetrics& metrics() { return metrics_; }
+  LiveMetrics& metrics() { return *metrics_; }
   std::size_t in_flight() const { return in_flight_.load(); }
   // Thread-safe. Emulated seconds the rack is behind the wall clock times the time scale: the host
   // could not compute its events as fast as they fell due (0 while it keeps up). Latencies stay the
@@ -143,7 +143,9 @@ class LiveEngine {
   struct Live {
     StreamSink sink;
     std::int64_t prompt_tokens = 0;
-    std::int64_t output_tokens = 0;
+    std::int64_t max_tokens = 0;
+    std::int64_t output_tokens = 0;       // delivered to the client
+    std::optional<rt::Time> last_token;  // emulated: when the latest tokens were delivered
   };
   void serve(const Scenario& scenario, std::promise<void>& ready);
   void on_tokens(engine::RequestId id, std::int64_t count);
@@ -151,15 +153,19 @@ class LiveEngine {
   void start(engine::RequestId id, std::int64_t prompt_tokens, std::vector<engine::BlockHash> hashes,
              std::int64_t max_tokens);
   void fail_all(const std::string& why);
-  // Ends the request here and in the engine; what it was, or nothing when it was already over.
-  std::optional<Live> withdraw(engine::RequestId id);
+  // Ends the request here and in the engine, to be counted with `reason` once the engine has stopped
+  // it; false when it was already over.
+  bool withdraw(engine::RequestId id, FinishReason reason);
+  // Counts a request that ended, as the engine it ended on counts it.
+  void record_end(const engine::RequestTiming& t, const Live& l, FinishReason reason);
+  bool rank_healthy(std::int32_t rank) const;
   void refresh_health();
   // Reads the runtime's lag (runtime thread) and warns once when the host starts falling behind.
   void watch_lag(const rt::RealTimeRuntime& rt);
   EngineGauges gauges_now();
 
   LiveOptions opts_;
-  LiveMetrics metrics_;
+  std::optional<LiveMetrics> metrics_;  // shaped by the deployment, before any request
   std::string model_name_;
   std::uint64_t seed_ = 1;
   std::int64_t block_tokens_ = 64;
@@ -172,6 +178,8 @@ class LiveEngine {
   // Admitted requests not yet over, by id: every one hears exactly one final update.
   std::mutex live_mu_;
   std::map<engine::RequestId, Live> live_;
+  // Withdrawn by their clients (cancelled, or ended at a stop sequence) until the engine has stopped them.
+  std::map<engine::RequestId, std::pair<FinishReason, Live>> withdrawn_;
   engine::RequestId next_id_ = 1;  // guarded by live_mu_
   std::atomic<std::size_t> in_flight_{0};
   std::atomic<std::int64_t> healthy_ranks_{0};

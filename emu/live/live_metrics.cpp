@@ -1,37 +1,27 @@
 #include "emu/live/live_metrics.h"
 
-#include <sstream>
+#include <stdexcept>
 
-#include "emu/report/request_latency.h"
+#include "emu/live/prometheus_text.h"
 
 namespace nvl::emu::live {
 
 namespace {
 
-std::string number(double v) {
-  std::ostringstream s;
-  s << v;
-  return s.str();
-}
+// vLLM's buckets (vllm/v1/metrics/loggers.py).
+const std::vector<double> kTtftBuckets = {0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1,  0.25,  0.5,   0.75,
+                                          1.0,   2.5,   5.0,  7.5,  10.0, 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0};
+const std::vector<double> kTokenIntervalBuckets = {0.01, 0.025, 0.05, 0.075, 0.1,  0.15, 0.2,  0.3,  0.4, 0.5,
+                                                   0.75, 1.0,   2.5,  5.0,   7.5,  10.0, 20.0, 40.0, 80.0};
+const std::vector<double> kRequestLatencyBuckets = {0.3,  0.5,  0.8,  1.0,   1.5,   2.0,   2.5,
+                                                    5.0,  10.0, 15.0, 20.0,  30.0,  40.0,  50.0,
+                                                    60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0};
 
-void line(std::string& out, const std::string& name, const std::string& labels, double v) {
-  out += name;
-  if (!labels.empty()) out += "{" + labels + "}";
-  out += " " + number(v) + "\n";
-}
-
-void header(std::string& out, const std::string& name, const std::string& type, const std::string& help) {
-  out += "# HELP " + name + " " + help + "\n# TYPE " + name + " " + type + "\n";
-}
+constexpr std::array<const char*, 4> kReasonNames = {"stop", "length", "abort", "error"};
 
 }  // namespace
 
-LiveMetrics::Histogram LiveMetrics::make(std::vector<double> bounds) {
-  Histogram h;
-  h.counts.assign(bounds.size(), 0);
-  h.bounds = std::move(bounds);
-  return h;
-}
+LiveMetrics::Histogram::Histogram(std::vector<double> b) : bounds(std::move(b)), counts(bounds.size(), 0) {}
 
 void LiveMetrics::Histogram::observe(double v) {
   for (std::size_t i = 0; i < bounds.size(); ++i) {
@@ -44,28 +34,66 @@ void LiveMetrics::Histogram::observe(double v) {
   sum += v;
 }
 
-void LiveMetrics::record_done(const engine::RequestTiming& t) {
-  std::lock_guard<std::mutex> lock(mu_);
-  prefix_queries_ += static_cast<std::uint64_t>(t.prompt_tokens);
-  prefix_hits_ += static_cast<std::uint64_t>(t.cached_tokens);
-  if (!t.failure.empty()) {
-    ++failed_;
-    return;
-  }
-  ++completed_;
-  prompt_tokens_ += static_cast<std::uint64_t>(t.prompt_tokens);
-  generation_tokens_ += static_cast<std::uint64_t>(t.output_tokens);
-  const RequestLatency l = request_latency(t, 1.0);
-  if (l.ttft) ttft_s_.observe(*l.ttft);
-  if (l.e2e) e2e_s_.observe(*l.e2e);
-  if (l.tpot) tpot_s_.observe(*l.tpot);
+LiveMetrics::EngineStats::EngineStats(std::int64_t max_model_len)
+    : ttft_s(kTtftBuckets),
+      itl_s(kTokenIntervalBuckets),
+      request_tpot_s(kTokenIntervalBuckets),
+      e2e_s(kRequestLatencyBuckets),
+      queue_s(kRequestLatencyBuckets),
+      prefill_s(kRequestLatencyBuckets),
+      decode_s(kRequestLatencyBuckets),
+      inference_s(kRequestLatencyBuckets),
+      prompt_tokens(one_two_five_buckets(max_model_len)),
+      generation_tokens(one_two_five_buckets(max_model_len)),
+      max_tokens(one_two_five_buckets(max_model_len)) {}
+
+LiveMetrics::LiveMetrics(MetricsShape shape) : shape_(shape) {
+  engines_.reserve(static_cast<std::size_t>(shape.engines));
+  for (std::int32_t e = 0; e < shape.engines; ++e) engines_.emplace_back(shape.max_model_len);
 }
 
-void LiveMetrics::record_stopped(std::int64_t prompt_tokens, std::int64_t output_tokens) {
+LiveMetrics::EngineStats& LiveMetrics::engine(std::int32_t e) {
+  if (e < 0 || e >= shape_.engines) throw std::out_of_range("live metrics: no engine " + std::to_string(e));
+  return engines_[static_cast<std::size_t>(e)];
+}
+
+void LiveMetrics::record_first_token(std::int32_t e, double ttft_s, std::int64_t prompt_tokens,
+                                     std::int64_t cached_tokens, std::int64_t count) {
   std::lock_guard<std::mutex> lock(mu_);
-  ++stopped_;
-  prompt_tokens_ += static_cast<std::uint64_t>(prompt_tokens);
-  generation_tokens_ += static_cast<std::uint64_t>(output_tokens);
+  EngineStats& s = engine(e);
+  s.ttft_s.observe(ttft_s);
+  s.prompt_tokens_total += static_cast<std::uint64_t>(prompt_tokens);
+  s.prefix_queries += static_cast<std::uint64_t>(prompt_tokens);
+  s.prefix_hits += static_cast<std::uint64_t>(cached_tokens);
+  s.generation_tokens_total += static_cast<std::uint64_t>(count);
+}
+
+void LiveMetrics::record_tokens(std::int32_t e, std::int64_t count, double itl_s) {
+  std::lock_guard<std::mutex> lock(mu_);
+  EngineStats& s = engine(e);
+  s.itl_s.observe(itl_s);
+  s.generation_tokens_total += static_cast<std::uint64_t>(count);
+}
+
+void LiveMetrics::record_finished(const FinishedRequest& r) {
+  std::lock_guard<std::mutex> lock(mu_);
+  EngineStats& s = engine(r.engine);
+  ++s.finished[static_cast<std::size_t>(r.reason)];
+  s.e2e_s.observe(r.e2e_s);
+  s.queue_s.observe(r.queue_s);
+  s.prefill_s.observe(r.prefill_s);
+  s.decode_s.observe(r.decode_s);
+  s.inference_s.observe(r.inference_s);
+  s.prompt_tokens.observe(static_cast<double>(r.prompt_tokens));
+  s.generation_tokens.observe(static_cast<double>(r.output_tokens));
+  s.max_tokens.observe(static_cast<double>(r.max_tokens));
+  // vLLM's mean time per output token: the decode time over the tokens after the first (0 with one).
+  s.request_tpot_s.observe(r.output_tokens > 1 ? r.decode_s / static_cast<double>(r.output_tokens - 1) : 0.0);
+}
+
+void LiveMetrics::record_failed_unrouted() {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++failed_unrouted_;
 }
 
 void LiveMetrics::record_cancelled() {
@@ -85,12 +113,18 @@ void LiveMetrics::record_fault() {
 
 std::uint64_t LiveMetrics::completed() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return completed_;
+  std::uint64_t n = 0;
+  for (const EngineStats& s : engines_) {
+    n += s.finished[static_cast<std::size_t>(FinishReason::stop)] + s.finished[static_cast<std::size_t>(FinishReason::length)];
+  }
+  return n;
 }
 
 std::uint64_t LiveMetrics::failed() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return failed_;
+  std::uint64_t n = failed_unrouted_;
+  for (const EngineStats& s : engines_) n += s.finished[static_cast<std::size_t>(FinishReason::error)];
+  return n;
 }
 
 std::uint64_t LiveMetrics::cancelled() const {
@@ -98,63 +132,108 @@ std::uint64_t LiveMetrics::cancelled() const {
   return cancelled_;
 }
 
-void LiveMetrics::render(std::string& out, const std::string& name, const std::string& help, const Histogram& h,
-                         const std::string& labels) {
-  header(out, name, "histogram", help);
-  std::uint64_t cumulative = 0;
-  for (std::size_t i = 0; i < h.bounds.size(); ++i) {
-    cumulative += h.counts[i];
-    line(out, name + "_bucket", labels + ",le=\"" + number(h.bounds[i]) + "\"", static_cast<double>(cumulative));
-  }
-  line(out, name + "_bucket", labels + ",le=\"+Inf\"", static_cast<double>(h.total));
-  line(out, name + "_sum", labels, h.sum);
-  line(out, name + "_count", labels, static_cast<double>(h.total));
-}
-
 std::string LiveMetrics::prometheus_text(const EngineGauges& g, const std::string& model_name) const {
-  const std::string model = "model_name=\"" + model_name + "\"";
-  std::string out;
-  header(out, "vllm:num_requests_running", "gauge", "Requests holding KV on a normal rank.");
-  line(out, "vllm:num_requests_running", model, static_cast<double>(g.running));
-  header(out, "vllm:num_requests_waiting", "gauge", "Requests admitted but not yet running.");
-  line(out, "vllm:num_requests_waiting", model, static_cast<double>(g.waiting));
-  header(out, "vllm:gpu_cache_usage_perc", "gauge", "GPU KV-cache usage, 1 means 100 percent.");
-  line(out, "vllm:gpu_cache_usage_perc", model, g.kv_usage);
-  header(out, "nvl:healthy_ranks", "gauge", "Normal ranks serving: GPU healthy and in the group.");
-  line(out, "nvl:healthy_ranks", model, static_cast<double>(g.healthy_ranks));
-  header(out, "nvl:total_ranks", "gauge", "Normal ranks.");
-  line(out, "nvl:total_ranks", model, static_cast<double>(g.total_ranks));
-  header(out, "nvl72emu:emulation_lag_seconds", "gauge",
-         "Emulated seconds the rack is behind the wall clock times the time scale (0: the host keeps up).");
-  line(out, "nvl72emu:emulation_lag_seconds", model, g.emulation_lag_s);
+  PrometheusText out;
+  const PromLabels model = {{"model_name", model_name}};
+  std::vector<PromLabels> engine_labels;
+  for (std::int32_t e = 0; e < shape_.engines; ++e) {
+    engine_labels.push_back({{"model_name", model_name}, {"engine", std::to_string(e)}});
+  }
+  // A gauge read from the ranks: one sample per engine the gauges cover.
+  const auto per_rank = [&](const char* name, const char* type, const char* help, auto value) {
+    out.family(name, type, help);
+    for (std::size_t e = 0; e < g.ranks.size() && e < engine_labels.size(); ++e) {
+      out.sample(name, engine_labels[e], value(g.ranks[e]));
+    }
+  };
+  per_rank("vllm:num_requests_running", "gauge", "Number of requests in model execution batches.",
+           [](const RankGauges& r) { return r.running; });
+  per_rank("vllm:num_requests_waiting", "gauge", "Number of requests waiting to be processed.",
+           [](const RankGauges& r) { return r.waiting; });
+  per_rank("vllm:kv_cache_usage_perc", "gauge", "KV-cache usage. 1 means 100 percent usage.",
+           [](const RankGauges& r) { return r.kv_usage; });
+  per_rank("vllm:num_preemptions_total", "counter", "Cumulative number of preemption from the engine.",
+           [](const RankGauges& r) { return r.preemptions; });
+  out.family("vllm:cache_config_info", "gauge", "Information of the LLMEngine CacheConfig");
+  for (std::size_t e = 0; e < g.ranks.size() && e < engine_labels.size(); ++e) {
+    out.sample("vllm:cache_config_info",
+               {{"block_size", std::to_string(shape_.block_tokens)},
+                {"enable_prefix_caching", "True"},
+                {"engine", std::to_string(e)},
+                {"num_gpu_blocks", std::to_string(g.ranks[e].gpu_blocks)}},
+               1.0);
+  }
+  per_rank("nvl72emu:engine_healthy", "gauge", "1 while the engine's GPUs are healthy and its group steps it.",
+           [](const RankGauges& r) { return static_cast<std::int64_t>(r.healthy ? 1 : 0); });
 
   std::lock_guard<std::mutex> lock(mu_);
-  header(out, "vllm:prompt_tokens_total", "counter", "Prompt tokens of finished requests.");
-  line(out, "vllm:prompt_tokens_total", model, static_cast<double>(prompt_tokens_));
-  header(out, "vllm:generation_tokens_total", "counter", "Output tokens of finished requests.");
-  line(out, "vllm:generation_tokens_total", model, static_cast<double>(generation_tokens_));
-  header(out, "vllm:prefix_cache_queries_total", "counter", "Prompt tokens looked up in the prefix cache.");
-  line(out, "vllm:prefix_cache_queries_total", model, static_cast<double>(prefix_queries_));
-  header(out, "vllm:prefix_cache_hits_total", "counter", "Prompt tokens found in the prefix cache.");
-  line(out, "vllm:prefix_cache_hits_total", model, static_cast<double>(prefix_hits_));
-  header(out, "vllm:request_success_total", "counter", "Requests that finished.");
-  line(out, "vllm:request_success_total", model + ",finished_reason=\"length\"", static_cast<double>(completed_));
-  line(out, "vllm:request_success_total", model + ",finished_reason=\"stop\"", static_cast<double>(stopped_));
-  header(out, "nvl:request_failed_total", "counter", "Requests the engine failed (a fault).");
-  line(out, "nvl:request_failed_total", model, static_cast<double>(failed_));
-  header(out, "nvl:request_cancelled_total", "counter", "Requests cancelled by their client.");
-  line(out, "nvl:request_cancelled_total", model, static_cast<double>(cancelled_));
-  header(out, "nvl:request_rejected_total", "counter", "Requests refused before reaching the engine, by status.");
-  for (const auto& [status, n] : rejected_) {
-    line(out, "nvl:request_rejected_total", model + ",status=\"" + std::to_string(status) + "\"", static_cast<double>(n));
+  const auto counter = [&](const char* name, const char* help, std::uint64_t EngineStats::*field) {
+    out.family(name, "counter", help);
+    for (std::size_t e = 0; e < engines_.size(); ++e) out.sample(name, engine_labels[e], engines_[e].*field);
+  };
+  counter("vllm:prefix_cache_queries_total", "Prefix cache queries, in terms of number of queried tokens.",
+          &EngineStats::prefix_queries);
+  counter("vllm:prefix_cache_hits_total", "Prefix cache hits, in terms of number of cached tokens.",
+          &EngineStats::prefix_hits);
+  counter("vllm:prompt_tokens_total", "Number of prefill tokens processed.", &EngineStats::prompt_tokens_total);
+  counter("vllm:generation_tokens_total", "Number of generation tokens processed.",
+          &EngineStats::generation_tokens_total);
+  out.family("vllm:request_success_total", "counter", "Count of successfully processed requests.");
+  for (std::size_t e = 0; e < engines_.size(); ++e) {
+    for (std::size_t reason = 0; reason < kReasonNames.size(); ++reason) {
+      PromLabels l = engine_labels[e];
+      l.emplace_back("finished_reason", kReasonNames[reason]);
+      out.sample("vllm:request_success_total", l, engines_[e].finished[reason]);
+    }
   }
-  header(out, "nvl:faults_injected_total", "counter", "Faults injected through the admin interface.");
-  line(out, "nvl:faults_injected_total", model, static_cast<double>(faults_));
-  render(out, "vllm:time_to_first_token_seconds", "Time to first token (emulated seconds).", ttft_s_, model);
-  render(out, "vllm:time_per_output_token_seconds", "Time per output token after the first (emulated seconds).",
-         tpot_s_, model);
-  render(out, "vllm:e2e_request_latency_seconds", "Arrival to last token (emulated seconds).", e2e_s_, model);
-  return out;
+  const auto histogram = [&](const char* name, const char* help, Histogram EngineStats::*field) {
+    out.family(name, "histogram", help);
+    for (std::size_t e = 0; e < engines_.size(); ++e) {
+      const Histogram& h = engines_[e].*field;
+      out.histogram(name, engine_labels[e], h.bounds, h.counts, h.total, h.sum);
+    }
+  };
+  histogram("vllm:request_prompt_tokens", "Number of prefill tokens processed.", &EngineStats::prompt_tokens);
+  histogram("vllm:request_generation_tokens", "Number of generation tokens processed.",
+            &EngineStats::generation_tokens);
+  histogram("vllm:request_params_max_tokens", "Histogram of the max_tokens request parameter.",
+            &EngineStats::max_tokens);
+  histogram("vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.",
+            &EngineStats::ttft_s);
+  histogram("vllm:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.", &EngineStats::itl_s);
+  histogram("vllm:request_time_per_output_token_seconds", "Histogram of time_per_output_token_seconds per request.",
+            &EngineStats::request_tpot_s);
+  histogram("vllm:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.", &EngineStats::e2e_s);
+  histogram("vllm:request_queue_time_seconds", "Histogram of time spent in WAITING phase for request.",
+            &EngineStats::queue_s);
+  histogram("vllm:request_inference_time_seconds", "Histogram of time spent in RUNNING phase for request.",
+            &EngineStats::inference_s);
+  histogram("vllm:request_prefill_time_seconds", "Histogram of time spent in PREFILL phase for request.",
+            &EngineStats::prefill_s);
+  histogram("vllm:request_decode_time_seconds", "Histogram of time spent in DECODE phase for request.",
+            &EngineStats::decode_s);
+
+  out.family("nvl72emu:router_queue_requests", "gauge", "Requests admitted and not yet routed to an engine.");
+  out.sample("nvl72emu:router_queue_requests", model, g.router_queue);
+  out.family("nvl72emu:healthy_engines", "gauge", "Engines serving: GPUs healthy and in their group.");
+  out.sample("nvl72emu:healthy_engines", model, g.healthy_ranks);
+  out.family("nvl72emu:engines", "gauge", "Engines (DP ranks of the decoding instances).");
+  out.sample("nvl72emu:engines", model, g.total_ranks);
+  out.family("nvl72emu:emulation_lag_seconds", "gauge",
+             "Emulated seconds the rack is behind the wall clock times the time scale (0: the host keeps up).");
+  out.sample("nvl72emu:emulation_lag_seconds", model, g.emulation_lag_s);
+  out.family("nvl72emu:request_failed_unrouted_total", "counter",
+             "Requests that failed before the router placed them on an engine.");
+  out.sample("nvl72emu:request_failed_unrouted_total", model, failed_unrouted_);
+  out.family("nvl72emu:request_cancelled_total", "counter", "Requests whose clients gave up on them.");
+  out.sample("nvl72emu:request_cancelled_total", model, cancelled_);
+  out.family("nvl72emu:request_rejected_total", "counter", "Requests refused before reaching the engine, by status.");
+  for (const auto& [status, n] : rejected_) {
+    out.sample("nvl72emu:request_rejected_total", {{"model_name", model_name}, {"status", std::to_string(status)}}, n);
+  }
+  out.family("nvl72emu:faults_injected_total", "counter", "Faults injected through the admin interface.");
+  out.sample("nvl72emu:faults_injected_total", model, faults_);
+  return out.text();
 }
 
 }  // namespace nvl::emu::live

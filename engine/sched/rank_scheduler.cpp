@@ -145,6 +145,7 @@ void RankScheduler::preempt(RequestState& r) {
   r.phase = RequestState::Phase::waiting;
   r.computed_tokens = 0;
   ++r.preemptions;
+  ++preemptions_;
   std::erase(running_, &r);
   waiting_.push_front(&r);
 }

@@ -92,6 +92,8 @@ class RankScheduler {
   bool idle() const { return waiting_.empty() && running_.empty() && receiving_ == 0; }
   // Tokens the running requests hold in KV (for load reports).
   std::int64_t tokens_in_flight() const;
+  // Requests preempted on this rank since it started (vLLM's vllm:num_preemptions).
+  std::uint64_t preemptions() const { return preemptions_; }
   const RequestState* find(RequestId id) const;
   const KvCacheManager& kv() const { return kv_; }
 
@@ -113,6 +115,7 @@ class RankScheduler {
   std::size_t receiving_ = 0;
   std::size_t loading_ = 0;  // admitted requests whose prefix is loading from Grace
   std::unordered_set<RequestId> held_;  // finished, KV kept until release_held()
+  std::uint64_t preemptions_ = 0;
 };
 
 }  // namespace nvl::engine

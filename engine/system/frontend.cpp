@@ -49,6 +49,11 @@ RequestTiming* Frontend::timing(RequestId id) {
   return it != timings_.end() ? &it->second : nullptr;
 }
 
+const RequestTiming* Frontend::timing(RequestId id) const {
+  const auto it = timings_.find(id);
+  return it != timings_.end() ? &it->second : nullptr;
+}
+
 void Frontend::on_chunk(const proto::TokenChunk& c) {
   const auto it = timings_.find(c.request_id());
   if (it == timings_.end()) return;

@@ -35,6 +35,7 @@ class Frontend {
   // Where a request's time went (nullptr: not in flight). Every process writes its own spans into it,
   // as a real deployment's processes export spans to one tracing collector: no control message.
   RequestTiming* timing(RequestId id);
+  const RequestTiming* timing(RequestId id) const;
 
  private:
   void on_chunk(const proto::TokenChunk& c);

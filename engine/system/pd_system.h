@@ -75,6 +75,9 @@ class PdSystem {
   std::uint64_t routed_to_instance(std::size_t instance) const { return router_.routed_to_instance(instance); }
   std::uint64_t prefilled_by(std::size_t instance) const { return prefill_.at(instance)->prefilled(); }
   std::size_t in_flight() const { return frontend_.in_flight(); }
+  // A request's timing so far (its rank, when it was routed, its first token), as the frontend keeps
+  // it; null once it has ended or when unknown.
+  const RequestTiming* timing(RequestId id) const { return frontend_.timing(id); }
   std::size_t pending() const { return router_.pending(); }
 
   // Faults. A rank declared dead (health check or operation error, after the detection delay) leaves

@@ -148,6 +148,7 @@ TEST(RankScheduler, PreemptionRecomputesAndDeliversEveryTokenOnce) {
     kv.check_invariants();
   }
   EXPECT_GE(preemptions, 1);
+  EXPECT_EQ(s.preemptions(), static_cast<std::uint64_t>(preemptions));  // what vllm:num_preemptions reports
   EXPECT_EQ(delivered.at(1), 9);
   EXPECT_EQ(delivered.at(2), 9);
   EXPECT_EQ(kv.gpu().used_blocks(), 0);

@@ -18,6 +18,7 @@
 #include "emu/rt/virtual_runtime.h"
 #include "emu/scenario/deployment.h"
 #include "emu/scenario/scenario.h"
+#include "tests/live/prometheus_scrape.h"
 
 namespace nvl::live_test {
 namespace {
@@ -73,18 +74,6 @@ Latencies in_virtual_time(const emu::Scenario& sc) {
   return Latencies{l.ttft.value_or(-1), l.tpot.value_or(-1)};
 }
 
-// The sum of a one-request histogram in /metrics: that request's figure. (No std::regex: GCC 12's
-// <regex> does not compile warning-free under the sanitizer build's -O1.)
-double metric_sum(const std::string& text, const std::string& name) {
-  const std::size_t at = text.find(name + "_sum{");
-  const std::size_t value = at == std::string::npos ? at : text.find("} ", at);
-  if (value == std::string::npos) {
-    ADD_FAILURE() << name << " is not in /metrics:\n" << text;
-    return -1;
-  }
-  return std::stod(text.substr(value + 2));
-}
-
 struct Served {
   Latencies emulated;   // as /metrics reports them
   double wall_ttft_s = 0;
@@ -130,8 +119,12 @@ Served serve_after_warm_up(const emu::Scenario& sc, double scale) {
   EXPECT_EQ(a.refusal, emu::live::Refusal::none) << a.detail;
   finished.get_future().wait();
   const std::string text = engine.metrics().prometheus_text(engine.gauges(), engine.model_name());
-  const auto measured = [&](const std::string& name) { return metric_sum(text, name) - metric_sum(before, name); };
-  s.emulated = Latencies{measured("vllm:time_to_first_token_seconds"), measured("vllm:time_per_output_token_seconds")};
+  // The sums of one-request histograms: that request's figures, on whichever engine served it.
+  const auto measured = [&](const std::string& name) {
+    return metric_total(text, name + "_sum") - metric_total(before, name + "_sum");
+  };
+  s.emulated = Latencies{measured("vllm:time_to_first_token_seconds"),
+                         measured("vllm:request_time_per_output_token_seconds")};
   s.wall_ttft_s = std::chrono::duration<double>(*first - sent).count();
   s.wall_decode_s = std::chrono::duration<double>(*last - *first).count();
   s.tokens = tokens;
