@@ -8,6 +8,7 @@ packages=(
   libspdlog-dev nlohmann-json3-dev libcli11-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libprotobuf-dev protobuf-compiler libgrpc++-dev protobuf-compiler-grpc
+  cppzmq-dev libzmq3-dev libmsgpack-cxx-dev  # live mode's KV events (ZMQ PUB, msgpack)
   curl  # live-mode tests (tests/live/curl_test.sh)
 )
 [ "${1:-}" = fuzz ] && packages+=(clang libclang-rt-14-dev)

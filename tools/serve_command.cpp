@@ -43,6 +43,11 @@ int serve(ServeOptions opts) {
   std::cout << "serving " << server.engine().model_name() << " (" << scenario.name << ") at time scale "
             << opts.server.engine.time_scale << ": http://" << opts.server.address << ":" << server.http_port();
   if (server.grpc_port() > 0) std::cout << ", grpc " << opts.server.address << ":" << server.grpc_port();
+  if (server.workers() > 0) {
+    std::cout << "; " << server.workers() << " DP-rank workers at http ports " << server.worker_http_port(0) << "-"
+              << server.worker_http_port(server.workers() - 1) << ", KV events (ZMQ) at ports "
+              << server.kv_events_port(0) << "-" << server.kv_events_port(server.workers() - 1);
+  }
   std::cout << std::endl;
   int signal = 0;
   sigwait(&stop_signals, &signal);
@@ -72,6 +77,14 @@ void register_serve_command(CommandRegistry& registry) {
       ->check(CLI::PositiveNumber);
   app->add_option("--max-body-bytes", opts->server.http.body_limit_bytes, "Larger request bodies get 413")
       ->check(CLI::PositiveNumber);
+  app->add_flag("--workers", opts->server.workers,
+               "Also give every DP rank its own OpenAI-compatible endpoint and ZMQ KV event stream (vLLM's)");
+  app->add_option("--worker-http-port", opts->server.worker_http_port,
+                  "With --workers: DP rank r's HTTP port is this + r (0: any free ports)")
+      ->check(CLI::Range(0, 65535));
+  app->add_option("--kv-events-port", opts->server.kv_events_port,
+                  "With --workers: DP rank r publishes its KV events on this + r (0: any free ports)")
+      ->check(CLI::Range(0, 65535));
   app->add_option("--set", opts->overrides, "Override a scenario key: key.path=value (JSON value, else a string)");
 }
 

@@ -135,7 +135,7 @@ void HttpSession::dispatch(const Request& req) {
   } else if (path == "/metrics") {
     only(http::verb::get);
     metrics();
-  } else if (path == "/admin/fault") {
+  } else if (path == "/admin/fault" && config_.rank < 0) {
     only(http::verb::post);
     fault(req);
   } else {
@@ -172,8 +172,10 @@ void HttpSession::respond_error(const ApiError& e) {
 }
 
 void HttpSession::health() {
-  if (!engine_.healthy()) {
-    respond_error(ApiError(503, "no healthy worker", "service_unavailable", "", "no_healthy_worker"));
+  if (config_.rank >= 0 ? !engine_.healthy(config_.rank) : !engine_.healthy()) {
+    respond_error(ApiError(503, config_.rank >= 0 ? "DP rank " + std::to_string(config_.rank) + " is not serving"
+                                                  : "no healthy worker",
+                           "service_unavailable", "", "no_healthy_worker"));
     return;
   }
   respond_json(200, {{"status", "ok"}, {"in_flight", engine_.in_flight()}, {"lag", engine_.emulation_lag_s()}},
@@ -202,7 +204,7 @@ void HttpSession::metrics() {
 void HttpSession::send_metrics(const EngineGauges& g) {
   Response res{http::status::ok, kHttpVersion};
   res.set(http::field::content_type, "text/plain; version=0.0.4");
-  res.body() = engine_.metrics().prometheus_text(g, engine_.model_name());
+  res.body() = engine_.metrics().prometheus_text(g, engine_.model_name(), config_.rank);
   res.keep_alive(keep_alive_);
   respond(std::move(res));
 }
@@ -252,7 +254,8 @@ void HttpSession::generate(Endpoint endpoint, const Request& req) {
       request_->prompt_text, request_->max_tokens,
       [self = shared_from_this()](const StreamUpdate& u) {
         net::post(self->stream_.get_executor(), [self, u] { self->on_update(u); });
-      });
+      },
+      config_.rank);
   if (a.refusal != Refusal::none) throw refusal_error(a);
   id_ = a.id;
   counted_ = true;

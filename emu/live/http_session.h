@@ -32,6 +32,9 @@ struct HttpConfig {
   // with the gauges last read, /admin/fault with 503 (the fault withdrawn, not injected).
   std::chrono::milliseconds engine_wait = LiveEngine::kAnswerWait;
   std::int64_t started_s = 0;                        // Unix time the server started (model "created")
+  // >= 0: the endpoint of this DP rank's worker (serve --workers): its requests are served there, its
+  // /metrics and /health are the rank's own, and it has no /admin routes.
+  std::int32_t rank = -1;
 };
 
 class HttpSession : public std::enable_shared_from_this<HttpSession> {

@@ -1,5 +1,6 @@
 #include "emu/live/live_engine.h"
 
+#include <algorithm>
 #include <chrono>
 #include <optional>
 #include <stdexcept>
@@ -70,6 +71,7 @@ void LiveEngine::serve(const Scenario& scenario, std::promise<void>& ready) {
     // The longest context one normal rank's KV cache can hold.
     max_prompt_tokens_ = deployment->system().kv(0).gpu().capacity() * block_tokens_;
     max_context_tokens_ = deployment->model().max_position_embeddings;
+    ranks_ = deployment->system().ranks();
     metrics_.emplace(MetricsShape{.engines = deployment->system().ranks(),
                                   .max_model_len = max_context_tokens_,
                                   .block_tokens = block_tokens_});
@@ -120,11 +122,16 @@ bool LiveEngine::post(std::function<void()> fn) {
 }
 
 Admission LiveEngine::submit(std::int64_t prompt_tokens, std::vector<engine::BlockHash> hashes,
-                             std::int64_t max_tokens, StreamSink sink) {
+                             std::int64_t max_tokens, StreamSink sink, std::int32_t target_rank) {
   Admission a;
   if (!healthy()) {
     a.refusal = Refusal::unhealthy;
     a.detail = "no healthy worker: every normal rank's GPU has failed";
+    return a;
+  }
+  if (target_rank >= 0 && !healthy(target_rank)) {
+    a.refusal = Refusal::unhealthy;
+    a.detail = "DP rank " + std::to_string(target_rank) + " is not serving (a fault took its GPUs or its worker)";
     return a;
   }
   if (prompt_tokens + max_tokens > max_context_tokens_) {
@@ -158,8 +165,8 @@ Admission LiveEngine::submit(std::int64_t prompt_tokens, std::vector<engine::Blo
     in_flight_ = live_.size();
   }
   const engine::RequestId id = a.id;
-  if (!post([this, id, prompt_tokens, hashes = std::move(hashes), max_tokens]() mutable {
-        start(id, prompt_tokens, std::move(hashes), max_tokens);
+  if (!post([this, id, prompt_tokens, hashes = std::move(hashes), max_tokens, target_rank]() mutable {
+        start(id, prompt_tokens, std::move(hashes), max_tokens, target_rank);
       })) {
     std::lock_guard<std::mutex> lock(live_mu_);
     live_.erase(id);
@@ -170,13 +177,14 @@ Admission LiveEngine::submit(std::int64_t prompt_tokens, std::vector<engine::Blo
   return a;
 }
 
-Admission LiveEngine::submit_text(std::string_view prompt, std::int64_t max_tokens, StreamSink sink) {
+Admission LiveEngine::submit_text(std::string_view prompt, std::int64_t max_tokens, StreamSink sink,
+                                  std::int32_t target_rank) {
   PromptEstimate e = estimate_prompt(prompt, block_tokens_);
-  return submit(e.tokens, std::move(e.block_hashes), max_tokens, std::move(sink));
+  return submit(e.tokens, std::move(e.block_hashes), max_tokens, std::move(sink), target_rank);
 }
 
 void LiveEngine::start(engine::RequestId id, std::int64_t prompt_tokens, std::vector<engine::BlockHash> hashes,
-                       std::int64_t max_tokens) {
+                       std::int64_t max_tokens, std::int32_t target_rank) {
   {
     std::lock_guard<std::mutex> lock(live_mu_);
     if (!live_.contains(id)) return;  // cancelled before it reached the engine
@@ -187,6 +195,7 @@ void LiveEngine::start(engine::RequestId id, std::int64_t prompt_tokens, std::ve
   r.prompt_tokens = prompt_tokens;
   r.prompt_hashes = std::move(hashes);
   r.max_output_tokens = max_tokens;
+  r.target_rank = target_rank;
   try {
     deployment_->system().submit(std::move(r));
   } catch (const std::exception& e) {
@@ -340,7 +349,7 @@ std::string LiveEngine::inject(const nlohmann::json& fault) {
   return o.injected;
 }
 
-bool LiveEngine::rank_healthy(std::int32_t rank) const {
+bool LiveEngine::rank_serving(std::int32_t rank) const {
   const engine::PdSystem& system = deployment_->system();
   // A rank serves when its GPUs are healthy and its group still steps it (not removed after a fault,
   // its worker not crashed and restarting).
@@ -351,9 +360,38 @@ bool LiveEngine::rank_healthy(std::int32_t rank) const {
 }
 
 void LiveEngine::refresh_health() {
-  std::int64_t healthy = 0;
-  for (std::int32_t r = 0; r < deployment_->system().ranks(); ++r) healthy += rank_healthy(r) ? 1 : 0;
-  healthy_ranks_ = healthy;
+  std::vector<bool> serving;
+  for (std::int32_t r = 0; r < deployment_->system().ranks(); ++r) serving.push_back(rank_serving(r));
+  healthy_ranks_ = std::count(serving.begin(), serving.end(), true);
+  std::lock_guard<std::mutex> lock(health_mu_);
+  rank_healthy_ = std::move(serving);
+}
+
+bool LiveEngine::healthy(std::int32_t rank) {
+  std::lock_guard<std::mutex> lock(health_mu_);
+  return !dead_.load() && rank >= 0 && static_cast<std::size_t>(rank) < rank_healthy_.size() &&
+         rank_healthy_[static_cast<std::size_t>(rank)];
+}
+
+void LiveEngine::publish_kv_events(KvEventSink sink) {
+  post([this, sink = std::move(sink)]() mutable {
+    kv_sink_ = std::move(sink);
+    engine::PdSystem& system = deployment_->system();
+    kv_batches_.assign(static_cast<std::size_t>(system.ranks()), {});
+    for (std::int32_t r = 0; r < system.ranks(); ++r) {
+      system.kv(r).subscribe([this, r](const engine::KvEvent& e) {
+        std::vector<engine::KvEvent>& batch = kv_batches_[static_cast<std::size_t>(r)];
+        // The first event of an instant sends the batch once the instant's events are in (a step's).
+        if (batch.empty()) {
+          rt_->call_after(rt::Duration(), [this, r] {
+            const std::vector<engine::KvEvent> events = std::exchange(kv_batches_[static_cast<std::size_t>(r)], {});
+            kv_sink_(r, rt_->now().since_start().seconds(), events);
+          });
+        }
+        batch.push_back(e);
+      });
+    }
+  });
 }
 
 void LiveEngine::watch_lag(const rt::RealTimeRuntime& rt) {
@@ -390,7 +428,7 @@ EngineGauges LiveEngine::gauges_now() {
     rank.gpu_blocks = blocks.capacity();
     rank.kv_usage = blocks.capacity() > 0 ? static_cast<double>(blocks.used_blocks()) / static_cast<double>(blocks.capacity()) : 0.0;
     rank.preemptions = s.preemptions();
-    rank.healthy = rank_healthy(r);
+    rank.healthy = rank_serving(r);
     g.running += rank.running;
     g.waiting += rank.waiting;
     used += blocks.used_blocks();

@@ -13,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -25,6 +26,10 @@
 #include "emu/scenario/scenario.h"
 
 namespace nvl::emu::live {
+
+// A DP rank's KV cache events of one emulated instant (a step's), on the runtime thread; ts in
+// emulated seconds. Must not block.
+using KvEventSink = std::function<void(std::int32_t rank, double ts, std::span<const engine::KvEvent> events)>;
 
 struct LiveOptions {
   double time_scale = 1.0;        // emulated seconds per wall second
@@ -95,10 +100,12 @@ class LiveEngine {
   LiveEngine& operator=(const LiveEngine&) = delete;
 
   // Thread-safe. Admits a prompt of `prompt_tokens` with these block hashes, or refuses it at once.
+  // `target_rank` >= 0: sent to that DP rank's own endpoint, served there (the router bypassed).
   Admission submit(std::int64_t prompt_tokens, std::vector<engine::BlockHash> hashes, std::int64_t max_tokens,
-                   StreamSink sink);
+                   StreamSink sink, std::int32_t target_rank = -1);
   // Thread-safe. The same for a prompt's text, its tokens and block hashes estimated (prompt_estimate.h).
-  Admission submit_text(std::string_view prompt, std::int64_t max_tokens, StreamSink sink);
+  Admission submit_text(std::string_view prompt, std::int64_t max_tokens, StreamSink sink,
+                        std::int32_t target_rank = -1);
   // Thread-safe. The request's sink hears nothing more; its KV is freed.
   void cancel(engine::RequestId id);
   // Thread-safe. The same for a request whose answer reached a stop sequence: counted as finished
@@ -121,10 +128,16 @@ class LiveEngine {
   // Thread-safe. Runs `fn` on the runtime thread, where engine state may be touched; false when the
   // runtime is gone.
   bool post(std::function<void()> fn);
+  // Thread-safe. From now on every DP rank's KV events go to `sink` (on the runtime thread), batched
+  // per emulated instant; requests submitted after this call are covered.
+  void publish_kv_events(KvEventSink sink);
   // Thread-safe; stops the runtime and fails whatever is still in flight.
   void stop();
 
   bool healthy() const { return healthy_ranks_.load() > 0 && !dead_.load(); }
+  // Thread-safe. Whether DP rank `rank` serves (its GPUs healthy, its group stepping it), as last polled.
+  bool healthy(std::int32_t rank);
+  std::int32_t ranks() const { return ranks_; }
   std::int64_t block_tokens() const { return block_tokens_; }
   std::int64_t max_prompt_tokens() const { return max_prompt_tokens_; }
   // The model's context length (ModelProfile::max_position_embeddings): prompt and output together.
@@ -151,15 +164,16 @@ class LiveEngine {
   void on_tokens(engine::RequestId id, std::int64_t count);
   void on_done(const engine::RequestTiming& t);
   void start(engine::RequestId id, std::int64_t prompt_tokens, std::vector<engine::BlockHash> hashes,
-             std::int64_t max_tokens);
+             std::int64_t max_tokens, std::int32_t target_rank);
   void fail_all(const std::string& why);
   // Ends the request here and in the engine, to be counted with `reason` once the engine has stopped
   // it; false when it was already over.
   bool withdraw(engine::RequestId id, FinishReason reason);
   // Counts a request that ended, as the engine it ended on counts it.
   void record_end(const engine::RequestTiming& t, const Live& l, FinishReason reason);
-  bool rank_healthy(std::int32_t rank) const;
+  bool rank_serving(std::int32_t rank) const;
   void refresh_health();
+
   // Reads the runtime's lag (runtime thread) and warns once when the host starts falling behind.
   void watch_lag(const rt::RealTimeRuntime& rt);
   EngineGauges gauges_now();
@@ -183,6 +197,11 @@ class LiveEngine {
   engine::RequestId next_id_ = 1;  // guarded by live_mu_
   std::atomic<std::size_t> in_flight_{0};
   std::atomic<std::int64_t> healthy_ranks_{0};
+  std::int32_t ranks_ = 0;
+  std::mutex health_mu_;
+  std::vector<bool> rank_healthy_;  // guarded by health_mu_: by DP rank, as last polled
+  KvEventSink kv_sink_;                                    // runtime thread only
+  std::vector<std::vector<engine::KvEvent>> kv_batches_;  // runtime thread only: by rank, not yet handed on
   bool lagging_ = false;  // runtime thread only: a falling-behind warning was logged and not yet cleared
   std::atomic<bool> dead_{false};
   std::mutex gauges_mu_;

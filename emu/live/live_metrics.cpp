@@ -132,18 +132,20 @@ std::uint64_t LiveMetrics::cancelled() const {
   return cancelled_;
 }
 
-std::string LiveMetrics::prometheus_text(const EngineGauges& g, const std::string& model_name) const {
+std::string LiveMetrics::prometheus_text(const EngineGauges& g, const std::string& model_name,
+                                         std::int32_t only_engine) const {
   PrometheusText out;
   const PromLabels model = {{"model_name", model_name}};
   std::vector<PromLabels> engine_labels;
   for (std::int32_t e = 0; e < shape_.engines; ++e) {
     engine_labels.push_back({{"model_name", model_name}, {"engine", std::to_string(e)}});
   }
+  const auto shown = [&](std::size_t e) { return only_engine < 0 || static_cast<std::size_t>(only_engine) == e; };
   // A gauge read from the ranks: one sample per engine the gauges cover.
   const auto per_rank = [&](const char* name, const char* type, const char* help, auto value) {
     out.family(name, type, help);
     for (std::size_t e = 0; e < g.ranks.size() && e < engine_labels.size(); ++e) {
-      out.sample(name, engine_labels[e], value(g.ranks[e]));
+      if (shown(e)) out.sample(name, engine_labels[e], value(g.ranks[e]));
     }
   };
   per_rank("vllm:num_requests_running", "gauge", "Number of requests in model execution batches.",
@@ -156,6 +158,7 @@ std::string LiveMetrics::prometheus_text(const EngineGauges& g, const std::strin
            [](const RankGauges& r) { return r.preemptions; });
   out.family("vllm:cache_config_info", "gauge", "Information of the LLMEngine CacheConfig");
   for (std::size_t e = 0; e < g.ranks.size() && e < engine_labels.size(); ++e) {
+    if (!shown(e)) continue;
     out.sample("vllm:cache_config_info",
                {{"block_size", std::to_string(shape_.block_tokens)},
                 {"enable_prefix_caching", "True"},
@@ -169,7 +172,9 @@ std::string LiveMetrics::prometheus_text(const EngineGauges& g, const std::strin
   std::lock_guard<std::mutex> lock(mu_);
   const auto counter = [&](const char* name, const char* help, std::uint64_t EngineStats::*field) {
     out.family(name, "counter", help);
-    for (std::size_t e = 0; e < engines_.size(); ++e) out.sample(name, engine_labels[e], engines_[e].*field);
+    for (std::size_t e = 0; e < engines_.size(); ++e) {
+      if (shown(e)) out.sample(name, engine_labels[e], engines_[e].*field);
+    }
   };
   counter("vllm:prefix_cache_queries_total", "Prefix cache queries, in terms of number of queried tokens.",
           &EngineStats::prefix_queries);
@@ -180,6 +185,7 @@ std::string LiveMetrics::prometheus_text(const EngineGauges& g, const std::strin
           &EngineStats::generation_tokens_total);
   out.family("vllm:request_success_total", "counter", "Count of successfully processed requests.");
   for (std::size_t e = 0; e < engines_.size(); ++e) {
+    if (!shown(e)) continue;
     for (std::size_t reason = 0; reason < kReasonNames.size(); ++reason) {
       PromLabels l = engine_labels[e];
       l.emplace_back("finished_reason", kReasonNames[reason]);
@@ -189,6 +195,7 @@ std::string LiveMetrics::prometheus_text(const EngineGauges& g, const std::strin
   const auto histogram = [&](const char* name, const char* help, Histogram EngineStats::*field) {
     out.family(name, "histogram", help);
     for (std::size_t e = 0; e < engines_.size(); ++e) {
+      if (!shown(e)) continue;
       const Histogram& h = engines_[e].*field;
       out.histogram(name, engine_labels[e], h.bounds, h.counts, h.total, h.sum);
     }
@@ -213,15 +220,16 @@ std::string LiveMetrics::prometheus_text(const EngineGauges& g, const std::strin
   histogram("vllm:request_decode_time_seconds", "Histogram of time spent in DECODE phase for request.",
             &EngineStats::decode_s);
 
+  out.family("nvl72emu:emulation_lag_seconds", "gauge",
+             "Emulated seconds the rack is behind the wall clock times the time scale (0: the host keeps up).");
+  out.sample("nvl72emu:emulation_lag_seconds", model, g.emulation_lag_s);
+  if (only_engine >= 0) return out.text();
   out.family("nvl72emu:router_queue_requests", "gauge", "Requests admitted and not yet routed to an engine.");
   out.sample("nvl72emu:router_queue_requests", model, g.router_queue);
   out.family("nvl72emu:healthy_engines", "gauge", "Engines serving: GPUs healthy and in their group.");
   out.sample("nvl72emu:healthy_engines", model, g.healthy_ranks);
   out.family("nvl72emu:engines", "gauge", "Engines (DP ranks of the decoding instances).");
   out.sample("nvl72emu:engines", model, g.total_ranks);
-  out.family("nvl72emu:emulation_lag_seconds", "gauge",
-             "Emulated seconds the rack is behind the wall clock times the time scale (0: the host keeps up).");
-  out.sample("nvl72emu:emulation_lag_seconds", model, g.emulation_lag_s);
   out.family("nvl72emu:request_failed_unrouted_total", "counter",
              "Requests that failed before the router placed them on an engine.");
   out.sample("nvl72emu:request_failed_unrouted_total", model, failed_unrouted_);

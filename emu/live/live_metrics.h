@@ -77,7 +77,8 @@ class LiveMetrics {
   // An HTTP status or gRPC refusal given to a request that never reached the engine.
   void record_rejected(int status);
   void record_fault();
-  std::string prometheus_text(const EngineGauges& g, const std::string& model_name) const;
+  // Every engine's figures and the server's; `only_engine` >= 0: that engine's alone (its own endpoint).
+  std::string prometheus_text(const EngineGauges& g, const std::string& model_name, std::int32_t only_engine = -1) const;
 
   // For the serve command's summary: requests that finished (at their length or a stop sequence) and
   // failed, over every engine; requests cancelled by their clients.

@@ -15,6 +15,19 @@ constexpr auto kDrain = std::chrono::milliseconds(1000);
 
 LiveServer::LiveServer(const Scenario& scenario, LiveServerOptions opts)
     : engine_(std::make_unique<LiveEngine>(scenario, opts.engine)) {
+  if (opts.workers) {
+    try {
+      kv_events_ = std::make_shared<KvEventPublisher>(opts.address, opts.kv_events_port, engine_->ranks(),
+                                                      engine_->block_tokens());
+    } catch (...) {
+      engine_->stop();
+      throw;
+    }
+    // Before any endpoint opens: every request's events are published.
+    engine_->publish_kv_events([pub = kv_events_](std::int32_t rank, double ts, std::span<const engine::KvEvent> events) {
+      pub->publish(rank, ts, events);
+    });
+  }
   if (opts.grpc_port >= 0) {
     grpc_service_ = std::make_unique<GrpcFrontend>(*engine_);
     grpc::ServerBuilder builder;
@@ -34,6 +47,12 @@ LiveServer::LiveServer(const Scenario& scenario, LiveServerOptions opts)
   try {
     http_ = std::make_unique<HttpServer>(*engine_, opts.http, opts.address, static_cast<std::uint16_t>(opts.http_port),
                                          opts.http_threads);
+    for (std::int32_t r = 0; opts.workers && r < engine_->ranks(); ++r) {
+      HttpConfig own = opts.http;
+      own.rank = r;
+      const int port = opts.worker_http_port == 0 ? 0 : opts.worker_http_port + r;
+      workers_.push_back(std::make_unique<HttpServer>(*engine_, own, opts.address, static_cast<std::uint16_t>(port), 1));
+    }
   } catch (...) {
     stop();
     throw;
@@ -45,8 +64,10 @@ LiveServer::~LiveServer() { stop(); }
 void LiveServer::stop() {
   // Refuse new work, fail what is in flight (each client hears why), let the frontends flush, stop.
   if (http_) http_->stop_accepting();
-  engine_->stop();
+  for (auto& w : workers_) w->stop_accepting();
+  if (engine_) engine_->stop();
   if (http_) http_->stop(kDrain);
+  for (auto& w : workers_) w->stop(kDrain);
   if (grpc_) grpc_->Shutdown(std::chrono::system_clock::now() + kDrain);
 }
 

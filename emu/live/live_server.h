@@ -4,11 +4,13 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <grpcpp/grpcpp.h>
 
 #include "emu/live/grpc_frontend.h"
 #include "emu/live/http_server.h"
+#include "emu/live/kv_event_publisher.h"
 #include "emu/live/live_engine.h"
 
 namespace nvl::emu::live {
@@ -20,6 +22,12 @@ struct LiveServerOptions {
   int http_port = 8000;   // 0: any free port
   int grpc_port = 50051;  // 0: any free port; negative: no gRPC
   int http_threads = 4;
+  // serve --workers: every DP rank also gets its own OpenAI-compatible endpoint (its requests served
+  // on that rank, its /metrics and /health) at worker_http_port + rank, and publishes its KV events
+  // over ZMQ at kv_events_port + rank (kv_event_publisher.h). 0: any free ports.
+  bool workers = false;
+  int worker_http_port = 8100;
+  int kv_events_port = 5557;
 };
 
 class LiveServer {
@@ -31,6 +39,10 @@ class LiveServer {
   LiveServer& operator=(const LiveServer&) = delete;
 
   std::uint16_t http_port() const { return http_->port(); }
+  // With workers: DP rank `rank`'s HTTP endpoint and KV event port.
+  std::uint16_t worker_http_port(std::int32_t rank) const { return workers_.at(static_cast<std::size_t>(rank))->port(); }
+  std::uint16_t kv_events_port(std::int32_t rank) const { return kv_events_->port(rank); }
+  std::int32_t workers() const { return static_cast<std::int32_t>(workers_.size()); }
   int grpc_port() const { return grpc_port_; }
   LiveEngine& engine() { return *engine_; }
   void stop();
@@ -41,6 +53,8 @@ class LiveServer {
   std::unique_ptr<grpc::Server> grpc_;
   int grpc_port_ = -1;
   std::unique_ptr<HttpServer> http_;
+  std::shared_ptr<KvEventPublisher> kv_events_;
+  std::vector<std::unique_ptr<HttpServer>> workers_;  // by DP rank
 };
 
 }  // namespace nvl::emu::live

@@ -18,6 +18,9 @@ struct RequestState {
   std::int64_t prompt_tokens = 0;
   std::vector<BlockHash> prompt_hashes;  // one per full prompt block, at the KV cache's block size
   std::int64_t max_output_tokens = 1;
+  // Sent straight to this DP rank's own endpoint (-1: to the router's): served and prefilled there,
+  // the router's choice bypassed, as a worker serves what a client sends it directly.
+  std::int32_t target_rank = -1;
   // Keep the KV after the last token until release_held() (a prefill whose KV is still being sent).
   bool hold_kv_after_finish = false;
 

@@ -9,6 +9,7 @@ proto::RequestSpec to_spec(const RequestState& r) {
   s.mutable_prompt_hashes()->Assign(r.prompt_hashes.begin(), r.prompt_hashes.end());
   s.set_max_output_tokens(static_cast<std::uint32_t>(r.max_output_tokens));
   s.set_arrival_ns(r.arrival.since_start().ns());
+  if (r.target_rank >= 0) s.set_target_rank(r.target_rank);
   return s;
 }
 
@@ -19,6 +20,7 @@ RequestState from_spec(const proto::RequestSpec& spec) {
   r.prompt_hashes.assign(spec.prompt_hashes().begin(), spec.prompt_hashes().end());
   r.max_output_tokens = spec.max_output_tokens();
   r.arrival = rt::Time::zero() + rt::ns(spec.arrival_ns());
+  if (spec.has_target_rank()) r.target_rank = spec.target_rank();
   return r;
 }
 

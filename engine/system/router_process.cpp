@@ -48,7 +48,21 @@ void RouterProcess::on_message(const proto::ControlMessage& m) {
 void RouterProcess::route(RequestState request) {
   const RequestId id = request.id;
   if (!dir_.frontend_process->live(id)) return;  // cancelled while it waited for room
-  const auto d = router_.route(request.prompt_hashes, request.prompt_tokens, view_.loads());
+  const bool direct = request.target_rank >= 0;
+  std::optional<RouteDecision> d;
+  if (direct) {
+    if (request.target_rank >= static_cast<std::int32_t>(view_.loads().size()) || !view_.at(request.target_rank).healthy) {
+      end_request(control_, dir_, dir_.router, id, "DP rank " + std::to_string(request.target_rank) + " is not serving");
+      return;
+    }
+    d.emplace();
+    d->rank = request.target_rank;  // prefilled there: a worker serves what it is sent
+    d->matches = router_.index().match(request.prompt_hashes);
+    d->cached_tokens = std::min(request.prompt_tokens,
+                                d->matches[static_cast<std::size_t>(d->rank)].grace_blocks * block_tokens());
+  } else {
+    d = router_.route(request.prompt_hashes, request.prompt_tokens, view_.loads());
+  }
   if (!d) {
     end_request(control_, dir_, dir_.router, id, "no healthy DP rank to serve it");
     return;
@@ -62,12 +76,18 @@ void RouterProcess::route(RequestState request) {
   // The router counted the longest hit anywhere; what this rank gets is its own hit plus a fetch, if
   // one pays. A prompt still long after that goes to the prefill worker after all.
   const LocalPrefill mode = dir_.rank(d->rank).local_prefill;
-  PrefillPath path = mode == LocalPrefill::always ? PrefillPath::local : d->path;
+  if (direct && mode == LocalPrefill::never) {
+    end_request(control_, dir_, dir_.router, id,
+                "DP rank " + std::to_string(d->rank) + " only decodes (its prompts are prefilled by a prefill instance): "
+                "send the request through the router");
+    return;
+  }
+  PrefillPath path = mode == LocalPrefill::always || direct ? PrefillPath::local : d->path;
   if (path == PrefillPath::local) {
     const std::vector<RankMatch> matches = d->matches.empty() ? router_.index().match(request.prompt_hashes) : d->matches;
     const std::int64_t own_blocks = matches[static_cast<std::size_t>(d->rank)].grace_blocks;
     FetchDecision f;
-    if (fetch_rdma_ && cfg_.fetch_remote_prefix) {
+    if (fetch_rdma_ && cfg_.fetch_remote_prefix && !direct) {
       f = plan_fetch(matches, d->rank, block_tokens(), dir_.kv_bytes_per_token, cfg_.fetch);
       if (f.blocks > 0) {
         // No more than the rank has room for, by its last report.
@@ -88,7 +108,7 @@ void RouterProcess::route(RequestState request) {
     const std::int64_t reachable = own_blocks + (f.source != PrefixSource::none ? f.blocks : 0);
     const bool long_prompt =
         request.prompt_tokens - reachable * block_tokens() >= router_.config().prefill_threshold_tokens;
-    if (mode != LocalPrefill::always && any_prefill_up() && (long_prompt || mode == LocalPrefill::never)) {
+    if (!direct && mode != LocalPrefill::always && any_prefill_up() && (long_prompt || mode == LocalPrefill::never)) {
       path = PrefillPath::prefill_worker;
     } else {
       s.set_cached_prefix_tokens(static_cast<std::uint32_t>(own_blocks * block_tokens()));
