@@ -116,6 +116,10 @@ void RouterProcess::migrate(std::int32_t rank, std::vector<RequestState> request
                   "DP rank " + std::to_string(rank) + " failed (" + why + ") and no DP rank is left");
       continue;
     }
+    if (r.target_rank >= 0) {  // sent to that rank's own worker: it fails with it, as a client of that worker sees
+      end_request(control_, dir_, dir_.router, id, "DP rank " + std::to_string(rank) + " failed (" + why + ")");
+      continue;
+    }
     // It resumes on whichever rank the router picks, prefilled there (prompt and the tokens delivered).
     resume_from_[id] = r.output_tokens;
     route(std::move(r));

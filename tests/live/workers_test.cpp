@@ -4,6 +4,7 @@
 // blocks match it longest finds its prefix cached there, and not on another rank.
 #include <chrono>
 #include <map>
+#include <mutex>
 #include <set>
 #include <string>
 #include <vector>
@@ -211,7 +212,21 @@ TEST(Workers, ARouterReadingTheEventsFindsThePrefixWhereTheyPutIt) {
 }
 
 TEST(Workers, ALostGpuTakesItsWorkerOutOfService) {
+  // A long answer in flight on every worker: the lost GPU's fails, the others go on. (Declared before
+  // the server, which outlives them otherwise: its shutdown ends the others.)
+  std::mutex mu;
+  std::map<std::int32_t, std::string> failures;
   auto server = start_server(worker_options());
+  for (std::int32_t r = 0; r < server->workers(); ++r) {
+    const auto a = server->engine().submit_text("talk on " + std::to_string(r), 100000,
+                                                [&, r](const emu::live::StreamUpdate& u) {
+                                                  if (!u.finished) return;
+                                                  std::lock_guard<std::mutex> lock(mu);
+                                                  failures[r] = u.failure.empty() ? "finished" : u.failure;
+                                                },
+                                                r);
+    ASSERT_EQ(a.refusal, emu::live::Refusal::none) << a.detail;
+  }
   ASSERT_EQ(post_json(server->http_port(), "/admin/fault", {{"kind", "gpu_lost"}, {"target", 2}}).status, 200);
   std::vector<std::int32_t> down;
   for (int attempt = 0; attempt < 100 && down.empty(); ++attempt) {
@@ -227,6 +242,23 @@ TEST(Workers, ALostGpuTakesItsWorkerOutOfService) {
   EXPECT_EQ(refused.status, 503) << refused.body;
   EXPECT_EQ(engine_figure(port, "nvl72emu:engine_healthy", down[0]), 0);
   EXPECT_EQ(get(server->http_port(), "/health").status, 200) << "the other ranks still serve";
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      if (!failures.empty()) break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  std::map<std::int32_t, std::string> ended;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    ended = failures;
+  }
+  ASSERT_EQ(ended.size(), 1u) << "only the lost rank's request ended";
+  EXPECT_EQ(ended.begin()->first, down[0]);
+  EXPECT_NE(ended.begin()->second.find("DP rank " + std::to_string(down[0]) + " failed"), std::string::npos)
+      << ended.begin()->second;
+  server->stop();
 }
 
 TEST(Workers, ATakenWorkerPortIsNamed) {
