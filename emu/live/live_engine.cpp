@@ -428,7 +428,7 @@ EngineGauges LiveEngine::gauges_now() {
     rank.gpu_blocks = blocks.capacity();
     rank.kv_usage = blocks.capacity() > 0 ? static_cast<double>(blocks.used_blocks()) / static_cast<double>(blocks.capacity()) : 0.0;
     rank.preemptions = s.preemptions();
-    rank.healthy = rank_serving(r);
+    rank.healthy = healthy(r);  // as refresh_health() just read it
     g.running += rank.running;
     g.waiting += rank.waiting;
     used += blocks.used_blocks();

@@ -265,22 +265,18 @@ TEST(Workers, ATakenWorkerPortIsNamed) {
   boost::asio::io_context ioc;
   boost::asio::ip::tcp::acceptor taken(ioc, {boost::asio::ip::make_address("127.0.0.1"), 0});
   const int port = taken.local_endpoint().port();
-  emu::live::LiveServerOptions opts = worker_options();
-  opts.worker_http_port = port;
-  try {
-    start_server(opts);
-    ADD_FAILURE() << "started with DP rank 0's port taken";
-  } catch (const std::runtime_error& e) {
-    EXPECT_NE(std::string(e.what()).find(std::to_string(port)), std::string::npos) << e.what();
-  }
-  opts = worker_options();
-  opts.kv_events_port = port;
-  try {
-    start_server(opts);
-    ADD_FAILURE() << "started with DP rank 0's KV event port taken";
-  } catch (const std::runtime_error& e) {
-    EXPECT_NE(std::string(e.what()).find(std::to_string(port)), std::string::npos) << e.what();
-  }
+  const auto expect_refused = [port](int emu::live::LiveServerOptions::*field, const char* what) {
+    emu::live::LiveServerOptions opts = worker_options();
+    opts.*field = port;
+    try {
+      start_server(opts);
+      ADD_FAILURE() << "started with DP rank 0's " << what << " taken";
+    } catch (const std::runtime_error& e) {
+      EXPECT_NE(std::string(e.what()).find(std::to_string(port)), std::string::npos) << e.what();
+    }
+  };
+  expect_refused(&emu::live::LiveServerOptions::worker_http_port, "HTTP port");
+  expect_refused(&emu::live::LiveServerOptions::kv_events_port, "KV event port");
 }
 
 }  // namespace
