@@ -17,7 +17,7 @@
 #include "tests/engine/test_request.h"
 
 namespace nvl::engine {
-namespace {
+namespace attention_tp_test {
 
 using test::request;
 
@@ -291,5 +291,5 @@ TEST(AttentionTp, TwoBatchOverlapAndEplbRunWithTp2) {
   EXPECT_GT(rebalances, 0);
 }
 
-}  // namespace
+}  // namespace attention_tp_test
 }  // namespace nvl::engine

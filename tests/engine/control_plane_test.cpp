@@ -11,7 +11,7 @@
 #include "fabric/profile_loader.h"
 
 namespace nvl::engine {
-namespace {
+namespace control_plane_test {
 
 proto::ControlMessage kv_event(std::int32_t rank, std::uint64_t hash) {
   proto::ControlMessage m;
@@ -76,5 +76,5 @@ TEST(ControlPlane, ABatchPerLinkAndTurnAndLossesReportTheirOwnMessages) {
   EXPECT_EQ(r.lost.size(), 3u);
 }
 
-}  // namespace
+}  // namespace control_plane_test
 }  // namespace nvl::engine

@@ -7,7 +7,7 @@
 #include "emu/rt/virtual_runtime.h"
 
 namespace nvl::emu {
-namespace {
+namespace device_copy_on_fabric_test {
 
 constexpr std::uint64_t kBytes = 10'000'000'000;
 
@@ -56,5 +56,5 @@ TEST(DeviceCopyOnFabric, TwoGpusOfOneGraceShareItsMemoryNotEachOthersLinks) {
   EXPECT_NEAR(copies(2, true, true).seconds() / alone, 1.77, 0.02);
 }
 
-}  // namespace
+}  // namespace device_copy_on_fabric_test
 }  // namespace nvl::emu

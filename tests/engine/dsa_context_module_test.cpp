@@ -6,7 +6,7 @@
 #include "tests/engine/glm5_dsa_rig.h"
 
 namespace nvl::engine {
-namespace {
+namespace dsa_context_module_test {
 
 using fakegpu::KernelCost;
 
@@ -88,5 +88,5 @@ TEST(DsaContextModule, AChunkAfterACachedPrefixCarriesTheMeasuredUtilisationOver
   EXPECT_NEAR(after_prefix / fresh, 1.118, 0.005);
 }
 
-}  // namespace
+}  // namespace dsa_context_module_test
 }  // namespace nvl::engine

@@ -6,7 +6,7 @@
 #include "tests/engine/glm5_dsa_rig.h"
 
 namespace nvl::engine {
-namespace {
+namespace dsa_decode_module_test {
 
 using fakegpu::KernelCost;
 
@@ -104,5 +104,5 @@ TEST(DsaDecodeModule, BeyondTheLongestMeasuredContextTheModulesUtilisationIsHeld
   EXPECT_NEAR((ns - norm) / (rig.table_us(128, 2049) * 1e3), 1.46, 0.05);
 }
 
-}  // namespace
+}  // namespace dsa_decode_module_test
 }  // namespace nvl::engine

@@ -6,7 +6,7 @@
 #include "full_batch_decode.h"
 
 namespace nvl::engine {
-namespace {
+namespace ep_without_all_to_all_test {
 
 // Mean decode step of DeepSeek-V3 on 8 GPUs of a GB300 NVL72 rack, attention TP8 with EP8, 64 requests of
 // 500 tokens.
@@ -37,5 +37,5 @@ TEST(EpWithoutAllToAll, TheDispatchAndCombineTimeIsGoneOnBothFabricPaths) {
   EXPECT_LT(with - without, 1.1 * a2a_ms);
 }
 
-}  // namespace
+}  // namespace ep_without_all_to_all_test
 }  // namespace nvl::engine

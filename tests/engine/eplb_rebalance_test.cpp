@@ -14,7 +14,7 @@
 #include "tests/engine/step_outcomes_rig.h"
 
 namespace nvl::engine {
-namespace {
+namespace eplb_rebalance_test {
 
 constexpr int kRanks = 8;
 constexpr double kNvlinkBytesPerS = 900e9;  // REFERENCE.md 1.1: NVLink 5, one direction per GPU
@@ -125,5 +125,5 @@ TEST(EplbRebalance, BadSettingsAreClearErrors) {
                std::invalid_argument);
 }
 
-}  // namespace
+}  // namespace eplb_rebalance_test
 }  // namespace nvl::engine

@@ -7,7 +7,7 @@
 #include "fakegpu/expert_popularity.h"
 
 namespace nvl::engine {
-namespace {
+namespace expert_placement_test {
 
 TEST(ExpertPlacement, UniformLoadIsPerfectlyBalanced) {
   const ExpertLoad uniform(256, 1.0 / 256);
@@ -68,5 +68,5 @@ TEST(ExpertLoad, CountsAndBadInput) {
   EXPECT_THROW(expert_load_from_counts({0, 0}), std::invalid_argument);
 }
 
-}  // namespace
+}  // namespace expert_placement_test
 }  // namespace nvl::engine

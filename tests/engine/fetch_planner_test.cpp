@@ -6,7 +6,7 @@
 #include "engine/router/fetch_planner.h"
 
 namespace nvl::engine {
-namespace {
+namespace fetch_planner_test {
 
 // DeepSeek-V3 FP8 KV: 35,136 bytes a token (REFERENCE.md §2); 64-token blocks.
 constexpr std::uint64_t kKvBytes = 35'136;
@@ -74,5 +74,5 @@ TEST(FetchPlanner, PrefersAGpuCopyAndIgnoresWhatTheRankAlreadyHas) {
   EXPECT_EQ(plan_fetch(m, 0, kBlock, kKvBytes, costs(0)).source, PrefixSource::none);
 }
 
-}  // namespace
+}  // namespace fetch_planner_test
 }  // namespace nvl::engine

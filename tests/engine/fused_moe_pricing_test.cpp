@@ -10,7 +10,7 @@
 #include "fakegpu/profile_library.h"
 
 namespace nvl::engine {
-namespace {
+namespace fused_moe_pricing_test {
 
 // B200 under SGLang with GLM-5 FP8 at TP8 and no EP (every expert split 8 ways): the validate rows'
 // deployment. At TP the engine prices 1/8 of the experts whole, the same FLOPs and weight bytes.
@@ -84,5 +84,5 @@ TEST(FusedMoePricing, BeyondTheLargestMeasuredChunkTheOpsUtilisationIsHeld) {
   EXPECT_NEAR(rig.experts_ns(32768, 256, true) / (Glm5Tp8OnB200::table_us(16384) * 1e3), 2.0, 0.02);
 }
 
-}  // namespace
+}  // namespace fused_moe_pricing_test
 }  // namespace nvl::engine

@@ -14,7 +14,7 @@
 #include "engine/worker/normal_worker_group.h"
 
 namespace nvl::engine {
-namespace {
+namespace grace_load_overlap_test {
 
 constexpr std::int64_t kContext = 262'144;  // a 256K-token agent context
 
@@ -98,5 +98,5 @@ TEST(GraceLoadOverlap, ARequestLoadingFromGraceWaitsWhileTheOthersDecodeUnstalle
   RecordProperty("max_gap_during_load_ms", std::to_string(during_max * 1e3));
 }
 
-}  // namespace
+}  // namespace grace_load_overlap_test
 }  // namespace nvl::engine

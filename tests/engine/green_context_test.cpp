@@ -15,7 +15,7 @@
 #include "tests/engine/step_outcomes_rig.h"
 
 namespace nvl::engine {
-namespace {
+namespace green_context_test {
 
 constexpr int kRanks = 8;
 constexpr int kDecodesPerRank = 8;
@@ -250,5 +250,5 @@ TEST(GreenContexts, ALostGpuStopsBothSidesAndItsRequestsFinishElsewhere) {
   }
 }
 
-}  // namespace
+}  // namespace green_context_test
 }  // namespace nvl::engine

@@ -11,7 +11,7 @@
 #include "engine/system/health_monitor.h"
 
 namespace nvl::engine {
-namespace {
+namespace health_monitor_test {
 
 struct Watch {
   rt::VirtualRuntime rt;
@@ -171,5 +171,5 @@ TEST(HealthMonitor, BadIntervalsAreRejected) {
   EXPECT_THROW(make(HealthConfig{.check_interval = rt::ms(1), .detection_delay = rt::ms(-1)}), std::invalid_argument);
 }
 
-}  // namespace
+}  // namespace health_monitor_test
 }  // namespace nvl::engine

@@ -7,7 +7,7 @@
 #include "engine/exec/step_graph_builder.h"
 
 namespace nvl::engine {
-namespace {
+namespace index_share_test {
 
 ModelProfile load(const std::string& name) { return load_model_profile(model_profile_path(name)); }
 
@@ -119,5 +119,5 @@ TEST(IndexShare, LayersOfOneKindStayOneRepeat) {
   EXPECT_EQ(sums_of(part, "idx.score").flops, 2 * per_layer);
 }
 
-}  // namespace
+}  // namespace index_share_test
 }  // namespace nvl::engine

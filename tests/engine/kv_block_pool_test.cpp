@@ -6,7 +6,7 @@
 #include "engine/kv/kv_block_pool.h"
 
 namespace nvl::engine {
-namespace {
+namespace kv_block_pool_test {
 
 TEST(KvBlockPool, PublishedPrefixIsFoundAndShared) {
   KvBlockPool pool("gpu0", 8, 64);
@@ -133,5 +133,5 @@ TEST(KvBlockPool, RandomisedUseReturnsToBaselineAfterDrain) {
   EXPECT_EQ(pool.used_blocks(), 0);
 }
 
-}  // namespace
+}  // namespace kv_block_pool_test
 }  // namespace nvl::engine

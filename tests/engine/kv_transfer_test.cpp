@@ -11,7 +11,7 @@
 #include "fabric/fabric_rdma.h"
 
 namespace nvl::engine {
-namespace {
+namespace kv_transfer_test {
 
 struct Pushed {
   rt::Duration took;
@@ -77,5 +77,5 @@ TEST(KvTransfer, AWriteSlowerThanTheTimeoutGoesAgainOverTheOtherPath) {
   EXPECT_EQ(stuck.moved, 0u);
 }
 
-}  // namespace
+}  // namespace kv_transfer_test
 }  // namespace nvl::engine

@@ -5,7 +5,7 @@
 #include "engine/exec/layer_kernels.h"
 
 namespace nvl::engine {
-namespace {
+namespace layer_kernels_test {
 
 using hal::KernelDesc;
 using hal::KernelKind;
@@ -203,5 +203,5 @@ TEST(LayerKernels, EmptyBatchLaunchesNoAttention) {
   EXPECT_TRUE(ks.empty());
 }
 
-}  // namespace
+}  // namespace layer_kernels_test
 }  // namespace nvl::engine

@@ -13,7 +13,7 @@
 #include "tests/engine/test_request.h"
 
 namespace nvl::engine {
-namespace {
+namespace mixed_batches_test {
 
 using test::request;
 
@@ -74,5 +74,5 @@ TEST(MixedBatches, WithoutThemAPromptsChunksRunAloneAndItsFirstTokenComesAStepSo
   EXPECT_NEAR(mixed.decode_step_ms, alone.decode_step_ms, 1e-9);  // the same steps before the prompt
 }
 
-}  // namespace
+}  // namespace mixed_batches_test
 }  // namespace nvl::engine

@@ -12,7 +12,7 @@
 #include "engine/model/weight_footprint.h"
 
 namespace nvl::engine {
-namespace {
+namespace model_profile_test {
 
 ModelProfile load(const std::string& name) { return load_model_profile(model_profile_path(name)); }
 
@@ -157,5 +157,5 @@ TEST_F(BadModelProfile, EachKindOfBadInputIsNamed) {
       << "layer 0 must hold an indexer for the others to share";
 }
 
-}  // namespace
+}  // namespace model_profile_test
 }  // namespace nvl::engine

@@ -16,7 +16,7 @@
 #include "tests/engine/test_request.h"
 
 namespace nvl::engine {
-namespace {
+namespace moe_tp_test {
 
 using test::request;
 
@@ -227,5 +227,5 @@ TEST(MoeTp, ALostRankLeavesTheOthersSplittingTheExpertsSevenWays) {
   EXPECT_TRUE(seen);
 }
 
-}  // namespace
+}  // namespace moe_tp_test
 }  // namespace nvl::engine

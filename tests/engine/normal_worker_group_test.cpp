@@ -13,7 +13,7 @@
 #include "tests/engine/test_request.h"
 
 namespace nvl::engine {
-namespace {
+namespace normal_worker_group_test {
 
 using test::request;
 
@@ -161,5 +161,5 @@ TEST(NormalWorkerGroup, ExpertsThatDoNotSpreadEvenlyAreRejected) {
                std::invalid_argument);
 }
 
-}  // namespace
+}  // namespace normal_worker_group_test
 }  // namespace nvl::engine

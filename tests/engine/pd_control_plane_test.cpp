@@ -9,7 +9,7 @@
 #include "tests/engine/pd_rig.h"
 
 namespace nvl::engine {
-namespace {
+namespace pd_control_plane_test {
 
 using pd_test::request;
 using pd_test::Rig;
@@ -206,5 +206,5 @@ TEST(PdControlPlane, TheTimingBreakdownAddsUpToTheWholeRequest) {
   EXPECT_GT(rig.done[2].kv_transfer(), rt::Duration());
 }
 
-}  // namespace
+}  // namespace pd_control_plane_test
 }  // namespace nvl::engine

@@ -11,7 +11,7 @@
 #include "tests/engine/pd_rig.h"
 
 namespace nvl::engine {
-namespace {
+namespace pd_instances_test {
 
 using pd_test::request;
 using pd_test::Rig;
@@ -154,5 +154,5 @@ TEST(PdInstances, APrefixFetchedIntoAnAttentionTpRankLandsOnEachOfItsGpus) {
   pd_test::expect_kv_returned(rig);
 }
 
-}  // namespace
+}  // namespace pd_instances_test
 }  // namespace nvl::engine

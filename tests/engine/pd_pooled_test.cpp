@@ -6,7 +6,7 @@
 #include "tests/engine/pd_rig.h"
 
 namespace nvl::engine {
-namespace {
+namespace pd_pooled_test {
 
 using pd_test::request;
 using pd_test::Rig;
@@ -64,5 +64,5 @@ TEST(PdPooled, ThePoolReadsThePrefixEvenWhereTheCostsWouldRecomputeIt) {
   EXPECT_EQ(pooled.imported_tokens, 1'600 / 64 * 64);
 }
 
-}  // namespace
+}  // namespace pd_pooled_test
 }  // namespace nvl::engine

@@ -6,7 +6,7 @@
 #include "tests/engine/pd_rig.h"
 
 namespace nvl::engine {
-namespace {
+namespace pd_system_test {
 
 using pd_test::request;
 using pd_test::Rig;
@@ -124,5 +124,5 @@ TEST(PdSystem, KvEventsReachTheRouterAsMessagesOverTheHostNetwork) {
   EXPECT_EQ(rig.tokens[2], 4);
 }
 
-}  // namespace
+}  // namespace pd_system_test
 }  // namespace nvl::engine

@@ -6,7 +6,7 @@
 #include "tests/engine/pd_rig.h"
 
 namespace nvl::engine {
-namespace {
+namespace pd_transfer_failure_test {
 
 using pd_test::kKvBytesPerToken;
 using pd_test::request;
@@ -94,5 +94,5 @@ TEST(PdTransferFailure, OverNvlinkTheKvArrivesSoonerAndAcrossRacksItFallsBackToT
   EXPECT_FALSE(across.reprefilled);
 }
 
-}  // namespace
+}  // namespace pd_transfer_failure_test
 }  // namespace nvl::engine

@@ -13,7 +13,7 @@
 #include "engine/worker/prefill_worker.h"
 
 namespace nvl::engine {
-namespace {
+namespace pipeline_prefill_test {
 
 constexpr std::int64_t kChunk = 16'384;
 constexpr std::int64_t kLongPrompt = 8 * kChunk;  // 131,072 tokens: eight chunks
@@ -275,5 +275,5 @@ TEST(PipelinePrefill, ALinkFaultOnHealthyGpusRestartsTheChunksTheLastStageHadNot
   w.kv().check_invariants();
 }
 
-}  // namespace
+}  // namespace pipeline_prefill_test
 }  // namespace nvl::engine

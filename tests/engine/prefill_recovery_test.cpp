@@ -14,7 +14,7 @@
 #include "tests/engine/pd_rig.h"
 
 namespace nvl::engine {
-namespace {
+namespace prefill_recovery_test {
 
 using pd_test::expect_kv_returned;
 using pd_test::options;
@@ -259,5 +259,5 @@ TEST(PrefillRecovery, AFaultWhileTheKvMovesLeavesTheDecodeRankToPrefill) {
   expect_kv_returned(rig);
 }
 
-}  // namespace
+}  // namespace prefill_recovery_test
 }  // namespace nvl::engine

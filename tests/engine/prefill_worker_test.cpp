@@ -11,7 +11,7 @@
 #include "engine/worker/prefill_worker.h"
 
 namespace nvl::engine {
-namespace {
+namespace prefill_worker_test {
 
 RequestState request(RequestId id, std::int64_t prompt) {
   RequestState r;
@@ -286,5 +286,5 @@ TEST(PrefillWorker, BadLayerGroupsAreRejected) {
                std::invalid_argument);
 }
 
-}  // namespace
+}  // namespace prefill_worker_test
 }  // namespace nvl::engine

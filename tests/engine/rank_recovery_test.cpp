@@ -16,7 +16,7 @@
 #include "tests/engine/test_request.h"
 
 namespace nvl::engine {
-namespace {
+namespace rank_recovery_test {
 
 using test::request;
 
@@ -210,5 +210,5 @@ TEST(ExpertReplacement, ALostRanksExpertsTakeRedundantSlotsOrExtraOnes) {
   EXPECT_GT(shrunk.imbalance(load), 1.0);
 }
 
-}  // namespace
+}  // namespace rank_recovery_test
 }  // namespace nvl::engine

@@ -6,7 +6,7 @@
 #include "engine/sched/rank_scheduler.h"
 
 namespace nvl::engine {
-namespace {
+namespace rank_scheduler_test {
 
 KvCacheManager make_kv(std::int64_t blocks, std::int64_t block_tokens = 4) {
   return KvCacheManager(KvCacheConfig{.rank = 0, .gpu_blocks = blocks, .block_tokens = block_tokens, .block_bytes = 1});
@@ -370,5 +370,5 @@ TEST(RankScheduler, APrefixLoadingFromGraceWaitsForItsLoadWhileOthersDecode) {
   EXPECT_EQ(p.items[1].new_tokens, 1);
 }
 
-}  // namespace
+}  // namespace rank_scheduler_test
 }  // namespace nvl::engine

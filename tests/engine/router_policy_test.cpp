@@ -9,7 +9,7 @@
 #include "engine/router/routing_policy.h"
 
 namespace nvl::engine {
-namespace {
+namespace router_policy_test {
 
 KvEvent stored(std::int32_t rank, BlockHash h, KvTier tier = KvTier::gpu) {
   return KvEvent{KvEvent::Kind::stored, tier, rank, h};
@@ -165,5 +165,5 @@ TEST(Router, WithoutAPrefillWorkerEverythingIsLocalAndNoHealthyRankIsNoRoute) {
   EXPECT_THROW(Router(2, negative), std::invalid_argument);
 }
 
-}  // namespace
+}  // namespace router_policy_test
 }  // namespace nvl::engine

@@ -10,7 +10,7 @@
 #include "full_batch_decode.h"
 
 namespace nvl::engine {
-namespace {
+namespace single_batch_overlap_test {
 
 // Mean decode step of DeepSeek-V3 over 16 GPUs of a GB300 NVL72 rack, EP16, 64 requests per GPU of 500
 // tokens.
@@ -63,5 +63,5 @@ TEST(SingleBatchOverlap, NeedsExpertParallelismAndExcludesTwoBatchOverlapAndLeav
   EXPECT_NO_THROW(make(2, [](NormalGroupConfig& c) { c.sbo_combine_sms = 3; }));
 }
 
-}  // namespace
+}  // namespace single_batch_overlap_test
 }  // namespace nvl::engine

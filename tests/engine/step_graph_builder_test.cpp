@@ -6,7 +6,7 @@
 #include "engine/exec/step_graph_builder.h"
 
 namespace nvl::engine {
-namespace {
+namespace step_graph_builder_test {
 
 // Members only: the builder never runs a collective.
 class Members final : public hal::CommGroup {
@@ -304,5 +304,5 @@ TEST_F(StepGraphBuilderTest, TheFusedMoeOpIsNamedWhereEveryGpuRoutesItsOwnTokens
   expect_op(moe_tp.build(decodes(3, 3'000), std::vector<std::int64_t>{8, 3, 5, 0}), 16, 4, 1);
 }
 
-}  // namespace
+}  // namespace step_graph_builder_test
 }  // namespace nvl::engine

@@ -14,7 +14,7 @@
 #include "full_batch_decode.h"
 
 namespace nvl::engine {
-namespace {
+namespace two_batch_overlap_test {
 
 TEST(TwoBatchSplit, CutsAPrefillChunkInTheMiddleAndOnlyTheSecondPartSamples) {
   RankBatch b;
@@ -166,5 +166,5 @@ TEST(TwoBatchOverlap, NeedsExpertParallelism) {
                std::invalid_argument);
 }
 
-}  // namespace
+}  // namespace two_batch_overlap_test
 }  // namespace nvl::engine

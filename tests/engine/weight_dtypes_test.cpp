@@ -11,7 +11,7 @@
 #include "fakegpu/profile_library.h"
 
 namespace nvl::engine {
-namespace {
+namespace weight_dtypes_test {
 
 using hal::DType;
 
@@ -141,5 +141,5 @@ TEST(WeightDtypes, AGpuWithoutAnFp4PeakIsRefused) {
   }
 }
 
-}  // namespace
+}  // namespace weight_dtypes_test
 }  // namespace nvl::engine

@@ -10,7 +10,7 @@
 using namespace nvl;
 using fabric::Endpoint;
 
-namespace {
+namespace collective_plan_test {
 
 struct Rig {
   rt::VirtualRuntime rt;
@@ -48,8 +48,6 @@ std::string plan_error(const fabric::Fabric& fab, const std::vector<hal::DeviceI
   }
   return "";
 }
-
-}  // namespace
 
 TEST(CollectivePlan, AllToAllFlowsFollowEveryPairsRoute) {
   Rig r(1);
@@ -127,3 +125,5 @@ TEST(CollectivePlan, OtherCollectivesBetweenAllToAllsKeepTheirRoutes) {
     r.expect_fresh_routes(members, plan);
   }
 }
+
+}  // namespace collective_plan_test

@@ -11,7 +11,7 @@
 
 using namespace nvl;
 
-namespace {
+namespace collectives_test {
 
 std::vector<hal::DeviceId> ranks(int n, int first = 0) {
   std::vector<hal::DeviceId> m;
@@ -64,8 +64,6 @@ struct Rig {
   explicit Rig(const std::string& profile = "gb300-nvl72", int units = 1, bool fast = true)
       : fab(rt, fabric::make_cluster(profile, units)), coll(fab, fabric::CollectivesOptions{fast}) {}
 };
-
-}  // namespace
 
 TEST(Collectives, FastAndExactAgreeOnEp64Dispatch) {
   const auto spec = fabric::make_cluster("gb300-nvl72", 1);
@@ -618,3 +616,5 @@ TEST(Collectives, OverlappingCallsOfTwoStreamsShareTheirLinksAsTheExactModeShare
     }
   }
 }
+
+}  // namespace collectives_test

@@ -8,7 +8,7 @@
 
 using namespace nvl;
 
-namespace {
+namespace comm_group_faults_test {
 
 hal::CollectiveOp all_reduce(std::uint64_t bytes) {
   hal::CollectiveOp op;
@@ -99,4 +99,4 @@ TEST(CommGroupFaults, EccErrorAbortsTheGroupAndTheResetGpuJoinsANewOne) {
   EXPECT_EQ(again[1], "");
 }
 
-}  // namespace
+}  // namespace comm_group_faults_test

@@ -15,7 +15,7 @@
 
 using namespace nvl;
 
-namespace {
+namespace crossbar_all_to_all_test {
 
 std::vector<hal::DeviceId> ranks(int n) {
   std::vector<hal::DeviceId> m(static_cast<std::size_t>(n));
@@ -59,8 +59,6 @@ double worst_member_error(const std::vector<hal::CollectiveOp>& ops) {
   }
   return worst;
 }
-
-}  // namespace
 
 TEST(CrossbarAllToAll, SampledRoutingAgreesWithTheExactModeWithinOnePercent) {
   for (int n : {8, 16, 32, 64}) {
@@ -170,3 +168,5 @@ TEST(CrossbarAllToAll, FourRanksOfEqualPairsEndWhenTheirChannelsHaveDrained) {
   const auto exact = fabric::member_times(rack(), ranks(4), ops, false);
   for (const rt::Duration d : exact) EXPECT_NEAR(static_cast<double>(d.ns()), static_cast<double>(hand.ns()), 0.01 * static_cast<double>(hand.ns()));
 }
+
+}  // namespace crossbar_all_to_all_test

@@ -7,7 +7,7 @@
 using namespace nvl;
 using fabric::Endpoint;
 
-namespace {
+namespace fabric_faults_test {
 
 struct Rig {
   rt::VirtualRuntime rt;
@@ -34,8 +34,6 @@ struct Rig {
     return false;
   }
 };
-
-}  // namespace
 
 TEST(FabricRoutes, NvlinkInsideTheDomainNicsAcross) {
   Rig r("gb300-nvl72", 2);
@@ -174,3 +172,5 @@ TEST(FabricFaults, UnknownNamesAreRejected) {
   EXPECT_THROW(r.fab.set_link_down("rack0/tray0/gpu0", "rack0/tray1/gpu0", true), std::invalid_argument);
   EXPECT_THROW(r.fab.degrade_link("rack0/tray0/nic0", "leaf0", 0.0), std::invalid_argument);
 }
+
+}  // namespace fabric_faults_test

@@ -6,7 +6,7 @@
 using namespace nvl;
 using rt::Time;
 
-namespace {
+namespace flow_model_test {
 
 struct Rig {
   rt::VirtualRuntime rt;
@@ -22,8 +22,6 @@ struct Rig {
     });
   }
 };
-
-}  // namespace
 
 TEST(FlowModel, SingleFlowTakesBytesOverBandwidthPlusLatency) {
   Rig r({1e9});
@@ -117,3 +115,5 @@ TEST(FlowModel, ACappedFlowTakesNoMoreThanItsCapAndLeavesTheRest) {
   EXPECT_NEAR(static_cast<double>(open.ns()), 3e6, 2);
   EXPECT_NEAR(static_cast<double>(capped.ns()), 10e6, 2);
 }
+
+}  // namespace flow_model_test

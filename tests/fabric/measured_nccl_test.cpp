@@ -21,7 +21,7 @@
 #include "fabric/profile_loader.h"
 
 namespace nvl::fabric {
-namespace {
+namespace measured_nccl_test {
 
 struct Row {
   std::string op;
@@ -275,5 +275,5 @@ TEST(MeasuredNcclTable, AProfileNamingAMissingTableIsAnInputError) {
   }
 }
 
-}  // namespace
+}  // namespace measured_nccl_test
 }  // namespace nvl::fabric

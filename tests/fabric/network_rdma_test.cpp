@@ -10,13 +10,12 @@
 
 using namespace nvl;
 
-namespace {
+namespace network_rdma_test {
 struct Rig {
   rt::VirtualRuntime rt;
   fabric::Fabric fab;
   Rig() : fab(rt, fabric::make_cluster("gb300-nvl72", 1)) {}
 };
-}  // namespace
 
 TEST(HostNetwork, DeliversAfterOverheadAndPathLatency) {
   Rig r;
@@ -131,3 +130,5 @@ TEST(Rdma, NvlinkPathBetweenGpusAndErrors) {
   r.rt.run();
   EXPECT_NE(err.find("rack0/tray0/nic0 is down"), std::string::npos) << err;
 }
+
+}  // namespace network_rdma_test

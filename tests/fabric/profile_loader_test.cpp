@@ -9,7 +9,7 @@
 
 using namespace nvl;
 
-namespace {
+namespace profile_loader_test {
 
 std::string dir() { return fabric::default_profile_dir(); }
 
@@ -31,8 +31,6 @@ std::string load_error(const nlohmann::json& j) {
   }
   return "";
 }
-
-}  // namespace
 
 TEST(ProfileLoader, LoadsEveryShippedProfile) {
   for (const char* name : {"gb300-nvl72", "gb200-nvl72", "hgx-h100", "hgx-h800", "hgx-h200", "hgx-b200"}) {
@@ -108,3 +106,5 @@ TEST(ProfileLoader, MissingFileAndBadJson) {
   std::ofstream(path) << "{ not json";
   EXPECT_THROW(fabric::load_node_profile(path), rt::InputError);
 }
+
+}  // namespace profile_loader_test

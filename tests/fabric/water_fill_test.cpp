@@ -9,7 +9,7 @@
 
 using nvl::fabric::WaterFill;
 
-namespace {
+namespace water_fill_test {
 
 // Flows over random paths of one to four distinct channels with random capacities (a fixed LCG, so the
 // instance is the same on every run).
@@ -167,8 +167,6 @@ std::vector<std::vector<int>> all_to_all_paths(int n, const std::function<bool(i
   return paths;
 }
 
-}  // namespace
-
 TEST(WaterFill, AllToAllsGetThePlainFillsRatesWithTies) {
   // Equal capacities: every share ties at first, and rounding decides which channel goes next.
   const std::vector<double> equal(32, 900e9);
@@ -231,3 +229,5 @@ TEST(WaterFill, RoundsListEveryFlowOnceAtItsRate) {
   }
   for (std::size_t f = 0; f < seen.size(); ++f) EXPECT_EQ(seen[f], 1) << "flow " << f;
 }
+
+}  // namespace water_fill_test

@@ -7,7 +7,7 @@
 #include "fakegpu/profile_library.h"
 
 namespace nvl::fakegpu {
-namespace {
+namespace calibration_test {
 
 double tflops(const DeviceProfile& p, const hal::KernelDesc& k) {
   return static_cast<double>(k.flops) / time_kernel_alone(p, load_host_profile_for(p), k).seconds() / 1e12;
@@ -59,5 +59,5 @@ TEST(Calibration, MemoryBoundKernelsReachThePlanningFigure) {
   EXPECT_NEAR(gb_per_s(b300, k), 0.8 * 8000.0, 640.0);
 }
 
-}  // namespace
+}  // namespace calibration_test
 }  // namespace nvl::fakegpu

@@ -9,7 +9,7 @@
 #include "rig.h"
 
 namespace nvl::fakegpu {
-namespace {
+namespace cost_model_test {
 
 using testing::kernel;
 using hal::DType;
@@ -105,5 +105,5 @@ TEST_F(CostModelTest, GraphIsCheaperThanSeparateLaunches) {
   EXPECT_NEAR(static_cast<double>((separate - exec.compute_time()).ns()), static_cast<double>(saved.ns()), 78 * 12);
 }
 
-}  // namespace
+}  // namespace cost_model_test
 }  // namespace nvl::fakegpu

@@ -7,7 +7,7 @@
 #include "rig.h"
 
 namespace nvl::fakegpu {
-namespace {
+namespace faults_test {
 
 using hal::DType;
 using hal::KernelKind;
@@ -187,5 +187,5 @@ TEST(Faults, SameRunSameLog) {
   EXPECT_EQ(run(), run());
 }
 
-}  // namespace
+}  // namespace faults_test
 }  // namespace nvl::fakegpu

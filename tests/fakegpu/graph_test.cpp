@@ -7,7 +7,7 @@
 #include "rig.h"
 
 namespace nvl::fakegpu {
-namespace {
+namespace graph_test {
 
 using hal::DType;
 using hal::KernelKind;
@@ -278,5 +278,5 @@ TEST(Graph, InstantiationChecksDeviceRankAndDtype) {
   EXPECT_THROW(rig.gpu(1).create_stream("s").launch(exec), std::invalid_argument);
 }
 
-}  // namespace
+}  // namespace graph_test
 }  // namespace nvl::fakegpu

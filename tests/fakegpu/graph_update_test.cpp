@@ -12,7 +12,7 @@
 #include "rig.h"
 
 namespace nvl::fakegpu {
-namespace {
+namespace graph_update_test {
 
 using hal::DType;
 using hal::KernelKind;
@@ -221,5 +221,5 @@ TEST(SharedKernels, GraphsCountListKernelsAndRefuseNullParts) {
   EXPECT_THROW(g.add(hal::CollectiveCall{group, 0, std::shared_ptr<const hal::CollectiveOp>{}}), std::invalid_argument);
 }
 
-}  // namespace
+}  // namespace graph_update_test
 }  // namespace nvl::fakegpu

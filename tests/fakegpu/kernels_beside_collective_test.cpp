@@ -8,7 +8,7 @@
 #include "rig.h"
 
 namespace nvl::fakegpu {
-namespace {
+namespace kernels_beside_collective_test {
 
 using hal::DType;
 using hal::KernelKind;
@@ -187,5 +187,5 @@ TEST(KernelsBesideACollective, AShareOfTheSmsOutsideZeroToOneIsRefused) {
   }
 }
 
-}  // namespace
+}  // namespace kernels_beside_collective_test
 }  // namespace nvl::fakegpu

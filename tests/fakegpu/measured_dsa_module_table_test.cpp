@@ -19,7 +19,7 @@
 #include "measured_table_rows.h"
 
 namespace nvl::fakegpu {
-namespace {
+namespace measured_dsa_module_table_test {
 
 struct Point {
   std::string gemm, kv;
@@ -174,5 +174,5 @@ TEST(MeasuredDsaModuleTable, BadFilesAreNamedByLine) {
   EXPECT_EQ(testing::load_error<ContextTable>("gemm_dtype,kv_dtype,heads,batch,isl,latency_us\nfp8,fp8,8,1,4,3\n"), "");
 }
 
-}  // namespace
+}  // namespace measured_dsa_module_table_test
 }  // namespace nvl::fakegpu

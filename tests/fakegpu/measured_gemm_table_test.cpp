@@ -20,7 +20,7 @@
 #include "rig.h"
 
 namespace nvl::fakegpu {
-namespace {
+namespace measured_gemm_table_test {
 
 using hal::DType;
 using hal::KernelKind;
@@ -210,5 +210,5 @@ TEST(MeasuredGemmTable, BadFilesAreNamedByLine) {
   EXPECT_THROW((void)MeasuredGemmTable::load("/no/such/table.csv"), rt::InputError);
 }
 
-}  // namespace
+}  // namespace measured_gemm_table_test
 }  // namespace nvl::fakegpu

@@ -20,7 +20,7 @@
 #include "rig.h"
 
 namespace nvl::fakegpu {
-namespace {
+namespace measured_mla_decode_table_test {
 
 using hal::DType;
 using testing::Rig;
@@ -189,5 +189,5 @@ TEST(MeasuredMlaDecodeTable, BadFilesAreNamedByLine) {
   EXPECT_THROW((void)MeasuredMlaDecodeTable::load("/no/such/mla.csv"), rt::InputError);
 }
 
-}  // namespace
+}  // namespace measured_mla_decode_table_test
 }  // namespace nvl::fakegpu

@@ -17,7 +17,7 @@
 #include "measured_table_rows.h"
 
 namespace nvl::fakegpu {
-namespace {
+namespace measured_moe_table_test {
 
 struct Point {
   std::string dtype;
@@ -149,5 +149,5 @@ TEST(MeasuredMoeTable, BadFilesAreNamedByLine) {
   EXPECT_THROW((void)MeasuredMoeTable::load("/no/such/moe.csv"), rt::InputError);
 }
 
-}  // namespace
+}  // namespace measured_moe_table_test
 }  // namespace nvl::fakegpu

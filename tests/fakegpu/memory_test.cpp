@@ -6,7 +6,7 @@
 #include "rig.h"
 
 namespace nvl::fakegpu {
-namespace {
+namespace memory_test {
 
 using testing::Rig;
 
@@ -84,5 +84,5 @@ TEST(Memory, PinnedHostRefusalNamesTheHost) {
   }
 }
 
-}  // namespace
+}  // namespace memory_test
 }  // namespace nvl::fakegpu

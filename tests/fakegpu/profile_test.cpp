@@ -11,7 +11,7 @@
 #include "fakegpu/profile_library.h"
 
 namespace nvl::fakegpu {
-namespace {
+namespace profile_test {
 
 namespace fs = std::filesystem;
 
@@ -190,5 +190,5 @@ TEST_F(BadProfile, MissingEfficiencyTable) {
   expect_mentions(error_of_loading(), {"architecture", "efficiency_ampere.json"});
 }
 
-}  // namespace
+}  // namespace profile_test
 }  // namespace nvl::fakegpu

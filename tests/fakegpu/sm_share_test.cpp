@@ -7,7 +7,7 @@
 #include "rig.h"
 
 namespace nvl::fakegpu {
-namespace {
+namespace sm_share_test {
 
 using hal::DType;
 using hal::KernelKind;
@@ -183,5 +183,5 @@ TEST(SmShare, AFaultDrainsAStreamWaitingForItsTurn) {
   EXPECT_EQ(rig.gpu().compute().running(), 0u);
 }
 
-}  // namespace
+}  // namespace sm_share_test
 }  // namespace nvl::fakegpu

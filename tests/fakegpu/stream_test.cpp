@@ -7,7 +7,7 @@
 #include "rig.h"
 
 namespace nvl::fakegpu {
-namespace {
+namespace stream_test {
 
 using hal::DType;
 using hal::KernelKind;
@@ -199,5 +199,5 @@ TEST(Stream, SmFractionMustBeAFraction) {
   EXPECT_THROW(rig.gpu().create_stream("x", 1.5), std::invalid_argument);
 }
 
-}  // namespace
+}  // namespace stream_test
 }  // namespace nvl::fakegpu

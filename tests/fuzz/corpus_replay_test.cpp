@@ -11,7 +11,7 @@
 #include "fuzz/parser_inputs.h"
 
 namespace nvl::fuzz {
-namespace {
+namespace corpus_replay_test {
 
 struct Parser {
   const char* name;  // its corpus folder: fuzz/corpus/<name>/
@@ -57,5 +57,5 @@ TEST(FuzzCorpus, GarbageIsAnInputErrorForEveryParser) {
   }
 }
 
-}  // namespace
+}  // namespace corpus_replay_test
 }  // namespace nvl::fuzz

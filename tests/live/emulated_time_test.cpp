@@ -21,7 +21,7 @@
 #include "tests/live/prometheus_scrape.h"
 
 namespace nvl::live_test {
-namespace {
+namespace emulated_time_test {
 
 using WallClock = std::chrono::steady_clock;
 
@@ -160,5 +160,5 @@ TEST_P(EmulatedTime, ServedLatenciesAreRunsAndTheClientSeesThemScaled) {
 
 INSTANTIATE_TEST_SUITE_P(TimeScales, EmulatedTime, ::testing::Values(1.0, 4.0, 16.0));
 
-}  // namespace
+}  // namespace emulated_time_test
 }  // namespace nvl::live_test

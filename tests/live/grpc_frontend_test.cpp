@@ -10,7 +10,7 @@
 #include "tests/live/live_test_server.h"
 
 namespace nvl::live_test {
-namespace {
+namespace grpc_frontend_test {
 
 namespace proto = engine::proto;
 
@@ -116,5 +116,5 @@ TEST_F(GrpcFrontend, EmptyPromptIsInvalid) {
   EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::INVALID_ARGUMENT);
 }
 
-}  // namespace
+}  // namespace grpc_frontend_test
 }  // namespace nvl::live_test

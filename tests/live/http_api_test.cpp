@@ -12,7 +12,7 @@
 #include "tests/live/prometheus_scrape.h"
 
 namespace nvl::live_test {
-namespace {
+namespace http_api_test {
 
 using boost::beast::http::verb;
 
@@ -271,5 +271,5 @@ TEST(HttpLimits, BodyOverTheLimitIs413) {
   EXPECT_EQ(r.json()["error"]["code"], "request_too_large");
 }
 
-}  // namespace
+}  // namespace http_api_test
 }  // namespace nvl::live_test

@@ -13,7 +13,7 @@
 #include "tests/live/live_test_server.h"
 
 namespace nvl::live_test {
-namespace {
+namespace load_test {
 
 constexpr int kClients = 200;
 constexpr int kTokens = 16;
@@ -73,5 +73,5 @@ TEST(LiveLoad, TwoHundredConcurrentStreamingClients) {
   EXPECT_EQ(server->engine().metrics().failed(), 0u);
 }
 
-}  // namespace
+}  // namespace load_test
 }  // namespace nvl::live_test

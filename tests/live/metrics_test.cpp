@@ -18,7 +18,7 @@
 #include "tests/live/prometheus_scrape.h"
 
 namespace nvl::live_test {
-namespace {
+namespace metrics_test {
 
 bool ends_with(const std::string& s, const std::string& tail) {
   return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
@@ -136,5 +136,5 @@ TEST(LiveMetrics, ALostGpuShowsOnItsEngine) {
   EXPECT_EQ(metric_total(samples, "nvl72emu:faults_injected_total"), 1);
 }
 
-}  // namespace
+}  // namespace metrics_test
 }  // namespace nvl::live_test

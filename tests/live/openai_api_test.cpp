@@ -9,7 +9,7 @@
 #include "emu/live/api_error.h"
 
 namespace nvl::emu::live {
-namespace {
+namespace openai_api_test {
 
 ApiError refused(Endpoint e, const std::string& body) {
   try {
@@ -142,5 +142,5 @@ TEST(OpenAiApi, ChunksFollowOpenAiShapes) {
   EXPECT_TRUE(usage_chunk(text, 3, 4)["choices"].empty());
 }
 
-}  // namespace
+}  // namespace openai_api_test
 }  // namespace nvl::emu::live

@@ -7,7 +7,7 @@
 #include "emu/live/prometheus_text.h"
 
 namespace nvl::emu::live {
-namespace {
+namespace prometheus_text_test {
 
 TEST(PrometheusText, NumbersReadAsPythonPrintsThem) {
   EXPECT_EQ(python_float(1.0), "1.0");
@@ -43,5 +43,5 @@ TEST(PrometheusText, SamplesAndHistograms) {
             "x:ttft_seconds_count{engine=\"1\"} 4\n");
 }
 
-}  // namespace
+}  // namespace prometheus_text_test
 }  // namespace nvl::emu::live

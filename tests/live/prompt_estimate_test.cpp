@@ -5,7 +5,7 @@
 #include "emu/live/filler_text.h"
 
 namespace nvl::emu::live {
-namespace {
+namespace prompt_estimate_test {
 
 TEST(PromptEstimate, CountsFourBytesPerTokenRoundedUp) {
   EXPECT_EQ(estimate_prompt("", 16).tokens, 1);  // every prompt is at least one token
@@ -50,5 +50,5 @@ TEST(FillerText, IsDeterministicPerSeedAndPrompt) {
   EXPECT_EQ(a.tokens(0, 20) + a.tokens(20, 30), a.tokens(0, 50));
 }
 
-}  // namespace
+}  // namespace prompt_estimate_test
 }  // namespace nvl::emu::live

@@ -9,7 +9,7 @@
 #include "tests/live/live_test_server.h"
 
 namespace nvl::live_test {
-namespace {
+namespace serving_test {
 
 namespace net = boost::asio;
 namespace beast = boost::beast;
@@ -150,5 +150,5 @@ TEST(Serving, NoHealthyWorkerIs503) {
   EXPECT_EQ(get(port, "/v1/models").status, 200);  // the server itself is still up
 }
 
-}  // namespace
+}  // namespace serving_test
 }  // namespace nvl::live_test

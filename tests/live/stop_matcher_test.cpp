@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 namespace nvl::emu::live {
-namespace {
+namespace stop_matcher_test {
 
 TEST(StopMatcher, CutsBeforeTheFirstStopEvenAcrossPieces) {
   StopMatcher m({"END", "xyz"});
@@ -38,5 +38,5 @@ TEST(StopMatcher, NoStopsHoldsNothingBack) {
   EXPECT_EQ(m.flush(), "");
 }
 
-}  // namespace
+}  // namespace stop_matcher_test
 }  // namespace nvl::emu::live

@@ -8,7 +8,7 @@
 #include "emu/rt/errors.h"
 
 namespace nvl::emu {
-namespace {
+namespace measured_table_test {
 
 const std::string kHeader =
     "id,system,backend,backend_version,model_path,precision,mode,isl,osl,batch_size,tp_size,attention_dp_size,"
@@ -146,5 +146,5 @@ TEST(MeasuredTable, IdsAreUnique) {
             "t.csv: line 3, column id: 'glm' is already the id of line 2");
 }
 
-}  // namespace
+}  // namespace measured_table_test
 }  // namespace nvl::emu

@@ -7,7 +7,7 @@
 #include "emu/measured/replay_summary.h"
 
 namespace nvl::emu {
-namespace {
+namespace replay_summary_test {
 
 ReplayRow compared(const std::string& backend, double measured_ttft, double emulated_ttft, double measured_tpot,
                    double emulated_tpot) {
@@ -109,5 +109,5 @@ TEST(ReplaySummary, TablesShowEveryRowAndReason) {
   EXPECT_NE(summary.str().find("not expressible (gb200 sglang fp8, 1 row): no profile"), std::string::npos);
 }
 
-}  // namespace
+}  // namespace replay_summary_test
 }  // namespace nvl::emu

@@ -6,7 +6,7 @@
 #include "emu/measured/row_scenario.h"
 
 namespace nvl::emu {
-namespace {
+namespace row_scenario_test {
 
 MeasuredRow glm5_on_hgx_b200() {
   MeasuredRow r;
@@ -168,5 +168,5 @@ TEST(RowScenario, TheConfigNamesTheLayout) {
             "gb200 deepseek-ai/DeepSeek-V3 fp4 prefill 2x tp4 dp1 ep4 bs1, decode 3x tp8 dp1 moe_tp1 ep8 bs16, c384 1024/2048");
 }
 
-}  // namespace
+}  // namespace row_scenario_test
 }  // namespace nvl::emu

@@ -4,7 +4,7 @@
 #include "tests/proto/wiring_check.grpc.pb.h"
 #include "tests/proto/wiring_check.pb.h"
 
-namespace {
+namespace wiring_test {
 
 class EchoService final : public nvl::test::Echo::Service {
   grpc::Status Call(grpc::ServerContext*, const nvl::test::Ping* in, nvl::test::Ping* out) override {
@@ -39,4 +39,4 @@ TEST(ProtoWiring, GeneratedServiceAnswersOverAnInProcessChannel) {
   server->Shutdown();
 }
 
-}  // namespace
+}  // namespace wiring_test

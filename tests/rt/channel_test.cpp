@@ -9,7 +9,7 @@
 #include "emu/rt/virtual_runtime.h"
 
 namespace nvl::rt {
-namespace {
+namespace channel_test {
 
 using namespace literals;
 
@@ -127,5 +127,5 @@ TEST(Channel, PopOutsideAFiberIsAnError) {
   EXPECT_THROW(ch.pop(), UsageError);
 }
 
-}  // namespace
+}  // namespace channel_test
 }  // namespace nvl::rt

@@ -9,7 +9,7 @@
 #include "emu/rt/virtual_runtime.h"
 
 namespace nvl::rt {
-namespace {
+namespace condition_test {
 
 using namespace literals;
 
@@ -141,5 +141,5 @@ TEST(Condition, DestroyedWithWaitersUnwindsThemAndFailsTheRun) {
   rt.run();  // the failure is reported once; the runtime goes on
 }
 
-}  // namespace
+}  // namespace condition_test
 }  // namespace nvl::rt

@@ -9,7 +9,7 @@
 #include "emu/rt/virtual_runtime.h"
 
 namespace nvl::rt {
-namespace {
+namespace deadlock_test {
 
 using namespace literals;
 
@@ -76,5 +76,5 @@ TEST(Deadlock, TwoFibersJoiningEachOtherAreReported) {
   }
 }
 
-}  // namespace
+}  // namespace deadlock_test
 }  // namespace nvl::rt

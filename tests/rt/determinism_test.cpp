@@ -9,7 +9,7 @@
 #include "emu/rt/virtual_runtime.h"
 
 namespace nvl::rt {
-namespace {
+namespace determinism_test {
 
 using namespace literals;
 
@@ -57,5 +57,5 @@ TEST(Determinism, SameSeedSameHashOtherSeedOtherHash) {
   EXPECT_NE(a, c);
 }
 
-}  // namespace
+}  // namespace determinism_test
 }  // namespace nvl::rt

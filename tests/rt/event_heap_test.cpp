@@ -11,7 +11,7 @@
 #include "emu/rt/event_heap.h"
 
 namespace nvl::rt::detail {
-namespace {
+namespace event_heap_test {
 
 struct Event {
   std::int64_t t;
@@ -64,5 +64,5 @@ TEST(EventHeap, ExtremeTimesKeepTheirOrder) {
   EXPECT_EQ(order, (std::vector<std::uint32_t>{1, 4, 2, 3, 0}));
 }
 
-}  // namespace
+}  // namespace event_heap_test
 }  // namespace nvl::rt::detail

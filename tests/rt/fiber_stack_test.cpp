@@ -11,7 +11,7 @@
 #include "emu/rt/virtual_runtime.h"
 
 namespace nvl::rt {
-namespace {
+namespace fiber_stack_test {
 
 using namespace nvl::rt::literals;
 
@@ -54,5 +54,5 @@ TEST(FiberStack, ExceptionsCaughtOnAFiberLeaveItsStackUsable) {
   EXPECT_EQ(sums, 3 * 8 * 2 * 31 * 256);
 }
 
-}  // namespace
+}  // namespace fiber_stack_test
 }  // namespace nvl::rt

@@ -13,7 +13,7 @@
 #include "emu/rt/virtual_runtime.h"
 
 namespace nvl::rt {
-namespace {
+namespace golden_log_test {
 
 using namespace literals;
 
@@ -59,5 +59,5 @@ TEST(GoldenLog, PingPongWithATimeout) {
   EXPECT_EQ(out.str(), want.str());
 }
 
-}  // namespace
+}  // namespace golden_log_test
 }  // namespace nvl::rt

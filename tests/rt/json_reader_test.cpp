@@ -7,7 +7,7 @@
 #include "emu/rt/json_reader.h"
 
 namespace nvl::rt {
-namespace {
+namespace json_reader_test {
 
 std::string error_of(const std::function<void()>& f) {
   try {
@@ -80,5 +80,5 @@ TEST(JsonReader, FilesThatAreMissingNotJsonOrNotAnObject) {
   std::filesystem::remove_all(dir);
 }
 
-}  // namespace
+}  // namespace json_reader_test
 }  // namespace nvl::rt

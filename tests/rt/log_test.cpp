@@ -9,7 +9,7 @@
 #include "emu/rt/virtual_runtime.h"
 
 namespace nvl::rt {
-namespace {
+namespace log_test {
 
 TEST(Log, LinesCarryTheRuntimesVirtualTimeNotTheHostClock) {
   VirtualRuntime rt;
@@ -35,5 +35,5 @@ TEST(Log, UnknownLevelInTheEnvironmentIsAClearError) {
   EXPECT_EQ(log_level_from_env(), spdlog::level::info);
 }
 
-}  // namespace
+}  // namespace log_test
 }  // namespace nvl::rt

@@ -7,7 +7,7 @@
 #include "emu/rt/virtual_runtime.h"
 
 namespace nvl::rt {
-namespace {
+namespace ordering_test {
 
 using namespace literals;
 
@@ -79,5 +79,5 @@ TEST(Ordering, TimeLimitStopsBeforeLaterEventsAndRunResumes) {
   EXPECT_EQ(rt.now(), Time::zero() + 3_ms);
 }
 
-}  // namespace
+}  // namespace ordering_test
 }  // namespace nvl::rt

@@ -6,7 +6,7 @@
 #include "emu/rt/virtual_runtime.h"
 
 namespace nvl::rt {
-namespace {
+namespace rng_event_log_test {
 
 TEST(Rng, StreamsAreIndependentOfEachOther) {
   std::uint64_t router_first = 0, workload_first = 0, router_after_other = 0, router_other_seed = 0;
@@ -116,5 +116,5 @@ TEST(EventLog, RuntimeRecordStampsVirtualTime) {
   EXPECT_NE(rt.log().lines()[0].find("\"t_ns\":1234"), std::string::npos);
 }
 
-}  // namespace
+}  // namespace rng_event_log_test
 }  // namespace nvl::rt

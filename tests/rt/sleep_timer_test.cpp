@@ -7,7 +7,7 @@
 #include "emu/rt/virtual_runtime.h"
 
 namespace nvl::rt {
-namespace {
+namespace sleep_timer_test {
 
 using namespace literals;
 
@@ -167,5 +167,5 @@ TEST(Fiber, RuntimeDestroyedWithBlockedFibersUnwindsThem) {
   EXPECT_EQ(destroyed, 3);
 }
 
-}  // namespace
+}  // namespace sleep_timer_test
 }  // namespace nvl::rt

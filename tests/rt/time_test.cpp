@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 namespace nvl::rt {
-namespace {
+namespace time_test {
 
 using namespace literals;
 
@@ -33,5 +33,5 @@ TEST(Time, FromSecondsRoundsAndRejectsNonsense) {
   EXPECT_THROW(from_seconds(std::numeric_limits<double>::quiet_NaN()), std::invalid_argument);
 }
 
-}  // namespace
+}  // namespace time_test
 }  // namespace nvl::rt

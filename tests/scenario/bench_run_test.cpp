@@ -11,7 +11,7 @@
 #include "emu/scenario/scenario.h"
 
 namespace nvl::emu {
-namespace {
+namespace bench_run_test {
 
 const std::filesystem::path kBenchSmall = std::filesystem::path(NVL_SCENARIO_DIR) / "bench" / "bench-small.json";
 const std::vector<std::string> kQuiet = {"outputs.trace=false", "outputs.html=false"};
@@ -94,5 +94,5 @@ TEST(BenchRun, RequestsCountOnlyOneRequestSessions) {
   }
 }
 
-}  // namespace
+}  // namespace bench_run_test
 }  // namespace nvl::emu

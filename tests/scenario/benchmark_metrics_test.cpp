@@ -6,7 +6,7 @@
 #include "emu/report/benchmark_recorder.h"
 
 namespace nvl::emu {
-namespace {
+namespace benchmark_metrics_test {
 
 rt::Time at_ms(std::int64_t v) { return rt::Time::zero() + rt::ms(v); }
 
@@ -113,5 +113,5 @@ TEST(BenchmarkMetrics, AOneTokenRequestHasNoTpot) {
   EXPECT_DOUBLE_EQ(m.output_tokens_per_s_per_user, 0);
 }
 
-}  // namespace
+}  // namespace benchmark_metrics_test
 }  // namespace nvl::emu

@@ -14,7 +14,7 @@
 #include <nlohmann/json.hpp>
 
 namespace nvl::emu {
-namespace {
+namespace checkers_test {
 
 engine::RequestState request(engine::RequestId id, std::int64_t max_output_tokens) {
   engine::RequestState r;
@@ -196,5 +196,5 @@ TEST(AssertionCheck, BoundsAFigure) {
   EXPECT_EQ(assertion_check_name({"requests.failed", 0.0, std::nullopt}), "assert requests.failed");
 }
 
-}  // namespace
+}  // namespace checkers_test
 }  // namespace nvl::emu

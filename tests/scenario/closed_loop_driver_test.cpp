@@ -12,7 +12,7 @@
 #include "emu/workload/bench_generator.h"
 
 namespace nvl::emu {
-namespace {
+namespace closed_loop_driver_test {
 
 constexpr std::int64_t kKvBlockTokens = 64;
 
@@ -115,5 +115,5 @@ TEST(ClosedLoopDriver, RefusesMultiTurnSessionsAndTooFewRequests) {
       rt::InputError);
 }
 
-}  // namespace
+}  // namespace closed_loop_driver_test
 }  // namespace nvl::emu

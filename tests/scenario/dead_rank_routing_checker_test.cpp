@@ -7,7 +7,7 @@
 #include "emu/check/run_end.h"
 
 namespace nvl::emu {
-namespace {
+namespace dead_rank_routing_checker_test {
 
 rt::Time at_ms(std::int64_t ms) { return rt::Time::zero() + rt::ms(ms); }
 
@@ -40,5 +40,5 @@ TEST(DeadRankRoutingChecker, FailsNamingTheRequestRoutedToADeadRank) {
   EXPECT_NE(r.detail.find("1 more"), std::string::npos) << r.detail;
 }
 
-}  // namespace
+}  // namespace dead_rank_routing_checker_test
 }  // namespace nvl::emu

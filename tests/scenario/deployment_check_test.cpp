@@ -14,7 +14,7 @@
 #include "emu/scenario/scenario.h"
 
 namespace nvl::emu {
-namespace {
+namespace deployment_check_test {
 
 const std::filesystem::path kSmallPd = std::filesystem::path(NVL_SCENARIO_DIR) / "ci" / "small-pd.json";
 // small-pd.json's pools: "dep" (mixed, DP8 x EP8, GPUs 0-7) and "prefill" (TP8, GPUs 8-15).
@@ -250,5 +250,5 @@ TEST(DeploymentCheck, OldDeploymentKeysPointToPools) {
              "deployment.normal_gpus: is a key of each pool now: write the deployment as deployment.pools");
 }
 
-}  // namespace
+}  // namespace deployment_check_test
 }  // namespace nvl::emu

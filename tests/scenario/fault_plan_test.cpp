@@ -10,7 +10,7 @@
 #include "emu/scenario/scenario.h"
 
 namespace nvl::emu {
-namespace {
+namespace fault_plan_test {
 
 class FaultPlanFile : public ::testing::Test {
  protected:
@@ -188,5 +188,5 @@ TEST_F(FaultPlanFile, DeploymentHealthOptionsReadAndCheck) {
   }
 }
 
-}  // namespace
+}  // namespace fault_plan_test
 }  // namespace nvl::emu

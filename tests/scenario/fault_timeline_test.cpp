@@ -8,7 +8,7 @@
 #include "emu/faults/fault_timeline.h"
 
 namespace nvl::emu {
-namespace {
+namespace fault_timeline_test {
 
 rt::Time at(double s) { return rt::Time::zero() + rt::from_seconds(s); }
 
@@ -101,5 +101,5 @@ TEST(FaultTimeline, AnEccErrorAndACrashOnThePrefillWorkerRecoverWhenItIsBack) {
   EXPECT_EQ(tl.at(crash).requests_affected, 0);
 }
 
-}  // namespace
+}  // namespace fault_timeline_test
 }  // namespace nvl::emu

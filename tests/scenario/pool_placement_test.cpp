@@ -12,7 +12,7 @@
 #include "emu/scenario/scenario.h"
 
 namespace nvl::emu {
-namespace {
+namespace pool_placement_test {
 
 std::filesystem::path write(const std::string& pools, const std::string& cluster = R"({"units": 1})") {
   const auto dir = std::filesystem::temp_directory_path() /
@@ -130,5 +130,5 @@ TEST(PoolPlacement, SetReachesAPoolByNameOrIndex) {
   }
 }
 
-}  // namespace
+}  // namespace pool_placement_test
 }  // namespace nvl::emu

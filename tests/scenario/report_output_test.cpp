@@ -13,7 +13,7 @@
 #include "emu/rt/event_log.h"
 
 namespace nvl::emu {
-namespace {
+namespace report_output_test {
 
 rt::Time at_ms(std::int64_t ms) { return rt::Time::zero() + rt::ms(ms); }
 
@@ -267,5 +267,5 @@ TEST(EventLogObserver, SeesEveryRecordAndLeavesTheHashAlone) {
   EXPECT_EQ(seen[1], "2000000 router routed {\"request\":1} info");
 }
 
-}  // namespace
+}  // namespace report_output_test
 }  // namespace nvl::emu

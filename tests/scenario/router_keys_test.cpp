@@ -10,7 +10,7 @@
 #include "emu/scenario/scenario.h"
 
 namespace nvl::emu {
-namespace {
+namespace router_keys_test {
 
 const char* kMinimal = R"({"name": "t", "deployment": {"pools": [{"name": "dep", "role": "mixed", "dp": 8, "ep": 8}, {"name": "prefill", "role": "prefill", "tp": 8}]}, "workload": {"source": "gen:codex:trials=2"}})";
 
@@ -86,5 +86,5 @@ TEST(RouterKeys, EachBadValueIsNamed) {
   }
 }
 
-}  // namespace
+}  // namespace router_keys_test
 }  // namespace nvl::emu

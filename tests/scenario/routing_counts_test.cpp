@@ -13,7 +13,7 @@
 #include "emu/scenario/scenario.h"
 
 namespace nvl::emu {
-namespace {
+namespace routing_counts_test {
 
 const std::filesystem::path kPrefillInstanceLost =
     std::filesystem::path(NVL_SCENARIO_DIR) / "faults" / "prefill-instance-lost.json";
@@ -71,5 +71,5 @@ TEST(RoutingCounts, ARequestSentBackFromALostPrefillInstanceCountsOnceWhereItWas
   EXPECT_EQ(r.routing.at("local") + r.routing.at("prefill_worker"), r.requests_completed);
 }
 
-}  // namespace
+}  // namespace routing_counts_test
 }  // namespace nvl::emu

@@ -10,7 +10,7 @@
 #include "emu/scenario/scenario.h"
 
 namespace nvl::emu {
-namespace {
+namespace scenario_loader_test {
 
 class ScenarioFile : public ::testing::Test {
  protected:
@@ -222,5 +222,5 @@ TEST_F(ScenarioFile, TheShippedScenariosLoad) {
   }
 }
 
-}  // namespace
+}  // namespace scenario_loader_test
 }  // namespace nvl::emu

@@ -12,7 +12,7 @@
 #include "emu/scenario/scenario.h"
 
 namespace nvl::emu {
-namespace {
+namespace scenario_runner_test {
 
 const std::filesystem::path kSmallPd = std::filesystem::path(NVL_SCENARIO_DIR) / "ci" / "small-pd.json";
 
@@ -179,5 +179,5 @@ TEST(ScenarioRunner, RecordedStartsReplayTheTraceTimestampsScaled) {
   EXPECT_LT(twice_as_fast.sim_time_s, 11.0);
 }
 
-}  // namespace
+}  // namespace scenario_runner_test
 }  // namespace nvl::emu

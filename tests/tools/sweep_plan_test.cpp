@@ -8,7 +8,7 @@
 #include "emu/sweep/sweep_plan.h"
 
 namespace nvl::emu {
-namespace {
+namespace sweep_plan_test {
 
 TEST(SweepPlan, IsTheCartesianProductWithTheSeedVaryingFastest) {
   const auto runs = plan_sweep({parse_vary("a.x=1,2"), parse_vary("b=p,q,r")}, parse_seeds("4..5"));
@@ -49,5 +49,5 @@ TEST(SweepPlan, BadTextIsAnInputError) {
   EXPECT_THROW(plan_sweep({parse_vary("k=a/b,a_b")}, {1}), rt::InputError);
 }
 
-}  // namespace
+}  // namespace sweep_plan_test
 }  // namespace nvl::emu

@@ -9,7 +9,7 @@
 #include "emu/sweep/sweep_table.h"
 
 namespace nvl::emu {
-namespace {
+namespace sweep_table_test {
 
 std::string read_all(const std::filesystem::path& p) {
   std::ifstream in(p);
@@ -64,5 +64,5 @@ TEST(SweepTable, WritesChecksAndFiguresFromReports) {
   EXPECT_EQ(printed.str().find("replay: nvl72emu run s.json --seed 2"), std::string::npos) << printed.str();
 }
 
-}  // namespace
+}  // namespace sweep_table_test
 }  // namespace nvl::emu

@@ -8,7 +8,7 @@
 #include "emu/validate/calibration_suite.h"
 
 namespace nvl::emu {
-namespace {
+namespace calibration_suite_test {
 
 CalibrationRow figure(const std::string& id, double emulated, const std::string& note = "") {
   CalibrationRow r = row(id, RowBasis::independent, id, "GB/s", "test", 100, emulated, 10);
@@ -63,5 +63,5 @@ TEST(CalibrationSuite, ARowWithANoteMissesKnowinglyAndOneWithoutFails) {
   EXPECT_FALSE(json["rows"][1]["known_miss"].get<bool>());
 }
 
-}  // namespace
+}  // namespace calibration_suite_test
 }  // namespace nvl::emu

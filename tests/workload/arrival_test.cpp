@@ -5,7 +5,7 @@
 #include "emu/workload/arrival_process.h"
 
 namespace nvl::emu {
-namespace {
+namespace arrival_test {
 
 using namespace rt::literals;
 
@@ -109,5 +109,5 @@ TEST(ArrivalProcess, SubagentsStartFromTheirParent) {
   EXPECT_EQ(spawned[0].at, rt::Time::zero() + 24_s);  // 20 s + 2 s * 2
 }
 
-}  // namespace
+}  // namespace arrival_test
 }  // namespace nvl::emu

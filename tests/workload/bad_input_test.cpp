@@ -14,7 +14,7 @@
 #include "temp_dir.h"
 
 namespace nvl::emu {
-namespace {
+namespace bad_input_test {
 
 using test::TempDir;
 
@@ -181,5 +181,5 @@ TEST(ProfileBadInput, NamesTheKeyPath) {
   expect_input_error([] { CodingAgentProfile::parse(R"({"name": "x"})", "p.json"); }, {"p.json", "tolerance", "missing"});
 }
 
-}  // namespace
+}  // namespace bad_input_test
 }  // namespace nvl::emu

@@ -12,7 +12,7 @@
 #include "emu/workload/workload_source.h"
 
 namespace nvl::emu {
-namespace {
+namespace bench_workload_test {
 
 Workload open_bench(const std::string& spec, std::size_t requests) {
   LoadOptions o;
@@ -109,5 +109,5 @@ TEST(BenchWorkload, BadSpecsNameTheirKey) {
   expect_input_error([] { open_workload_source("bench:isl=8,osl=8"); }, {"workload.requests"});
 }
 
-}  // namespace
+}  // namespace bench_workload_test
 }  // namespace nvl::emu

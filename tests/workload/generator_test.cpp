@@ -7,7 +7,7 @@
 #include "emu/workload/trace_stats.h"
 
 namespace nvl::emu {
-namespace {
+namespace generator_test {
 
 constexpr std::int64_t kPublishedTrials = 610;
 
@@ -89,5 +89,5 @@ TEST(CodingAgentGenerator, TrialsShareTheSystemPrefixButNotTheirOwnBlocks) {
   }
 }
 
-}  // namespace
+}  // namespace generator_test
 }  // namespace nvl::emu

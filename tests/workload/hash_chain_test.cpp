@@ -9,7 +9,7 @@
 #include "emu/workload/reblock.h"
 
 namespace nvl::emu {
-namespace {
+namespace hash_chain_test {
 
 std::vector<std::uint64_t> to_vec(const HashChain& c) { return {c.ids().begin(), c.ids().end()}; }
 
@@ -79,5 +79,5 @@ TEST(Reblock, LargerBlocksEndAtTheCoveringSourceBlock) {
   EXPECT_EQ(reblock(std::vector<std::uint64_t>{1, 2}, 600, 512, 64).size(), 9u);
 }
 
-}  // namespace
+}  // namespace hash_chain_test
 }  // namespace nvl::emu

@@ -10,7 +10,7 @@
 #include "emu/workload/lognormal_mixture.h"
 
 namespace nvl::emu {
-namespace {
+namespace lognormal_mixture_test {
 
 // The bisection written out plainly: bounds from the components' extreme quantiles, 60 halvings.
 double plain_quantile(const std::vector<LognormalMixture::Component>& comps, double u) {
@@ -49,5 +49,5 @@ TEST(LognormalMixture, QuantileIsExactlyThePlainBisection) {
   }
 }
 
-}  // namespace
+}  // namespace lognormal_mixture_test
 }  // namespace nvl::emu

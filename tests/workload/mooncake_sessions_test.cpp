@@ -10,7 +10,7 @@
 #include "temp_dir.h"
 
 namespace nvl::emu {
-namespace {
+namespace mooncake_sessions_test {
 
 using test::TempDir;
 
@@ -91,5 +91,5 @@ TEST(MooncakeSessions, BadRowsNameTheLineAndKey) {
                {"line 1", "session_id", "string or an integer"});
 }
 
-}  // namespace
+}  // namespace mooncake_sessions_test
 }  // namespace nvl::emu

@@ -11,7 +11,7 @@
 #include "emu/workload/trace_stats.h"
 
 namespace nvl::emu {
-namespace {
+namespace real_traces_test {
 
 const std::filesystem::path kTraces = NVL_TRACES_DIR;
 
@@ -87,5 +87,5 @@ TEST(RealTraces, ClaudeCodeLoadsWithSubagentsAndNamespaces) {
   EXPECT_EQ(st.figure("first_call.cached_share"), 4.0 / 105);
 }
 
-}  // namespace
+}  // namespace real_traces_test
 }  // namespace nvl::emu

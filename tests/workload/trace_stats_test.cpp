@@ -5,7 +5,7 @@
 #include "emu/workload/trace_stats.h"
 
 namespace nvl::emu {
-namespace {
+namespace trace_stats_test {
 
 Request request(HashChainBuilder& b, std::vector<std::uint64_t> ids, std::int64_t prompt, std::int64_t output,
                 std::int64_t offset_s) {
@@ -93,5 +93,5 @@ TEST(TraceStats, PercentilesInterpolate) {
   EXPECT_DOUBLE_EQ(st.figure("output.mean"), 51);
 }
 
-}  // namespace
+}  // namespace trace_stats_test
 }  // namespace nvl::emu
