@@ -341,8 +341,14 @@ void FiberLoop::stop() {
   cv_.notify_one();
 }
 
+bool FiberLoop::posts_due() {
+  if (!posted_.load(std::memory_order_acquire)) return false;
+  if (!pop_dead_events()) return true;
+  std::lock_guard<std::mutex> lock(mu_);
+  return Time::from_ns(heap_.top_time()) >= posts_arrival_locked();
+}
+
 void FiberLoop::drain_posts() {
-  if (!posted_.load(std::memory_order_acquire)) return;
   std::vector<std::function<void()>> batch;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -374,7 +380,6 @@ RunResult FiberLoop::run(RunOptions opts) {
     ~Reset() { flag = false; }
   } reset{running_};
   for (;;) {
-    drain_posts();
     run_ready();
     if (failure_) {
       const std::string failure = std::move(*failure_);
@@ -384,6 +389,11 @@ RunResult FiberLoop::run(RunOptions opts) {
     // A plain load first: the locked exchange costs more than the rest of a turn, and stops are rare.
     if (stop_requested_.load(std::memory_order_relaxed) && stop_requested_.exchange(false)) {
       return {RunResult::Stop::stopped, now()};
+    }
+    // After the fibers the last event woke have run at its time: posts move the clock to their arrival.
+    if (posts_due()) {
+      drain_posts();
+      continue;  // the fibers they woke run next
     }
     if (!pop_dead_events()) {
       if (posted_.load(std::memory_order_acquire)) continue;

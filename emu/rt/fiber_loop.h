@@ -59,6 +59,9 @@ class FiberLoop : public Runtime {
   // With `mu_` held: a post() was queued; the queue was taken to run.
   virtual void post_queued_locked() {}
   virtual void posts_taken_locked() {}
+  // With `mu_` held: the emulated time the waiting posts arrived at. They run once every event due
+  // before it has run (a loop that fell behind runs those first), at that time.
+  virtual Time posts_arrival_locked() const { return now(); }
 
   // Wakes a thread blocked in wait_until_due/idle_wait; hold `mu_` to wait.
   std::mutex mu_;
@@ -91,6 +94,8 @@ class FiberLoop : public Runtime {
   void schedule(detail::FiberState& f);
   void suspend(detail::FiberState& f);
   void run_ready();
+  // Whether the waiting posts are due: some wait, and no live event is due before they arrived.
+  bool posts_due();
   void drain_posts();
   bool pop_dead_events();
   std::string deadlock_report() const;

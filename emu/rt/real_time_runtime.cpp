@@ -31,7 +31,15 @@ void RealTimeRuntime::post_queued_locked() {
   if (!first_post_) first_post_ = Clock::now();
 }
 
-Time RealTimeRuntime::posts_arrived_locked() const { return first_post_ ? scaled(*first_post_) : scaled_wall(); }
+Time RealTimeRuntime::posts_arrival_locked() const {
+  if (!anchored_) return now();  // not yet tied to the wall clock: posts run at once
+  return first_post_ ? scaled(*first_post_) : scaled_wall();
+}
+
+void RealTimeRuntime::posts_taken_locked() {
+  advance_to(posts_arrival_locked());
+  first_post_.reset();
+}
 
 RealTimeRuntime::Clock::time_point RealTimeRuntime::wall_of(Time t) const {
   const double wall_ns = static_cast<double>(t.ns()) / scale_;
@@ -51,7 +59,7 @@ bool RealTimeRuntime::wait_until_due(Time t) {
     if (has_posts_locked()) {
       // The loop was waiting: the posted work runs before the event it waited for.
       lag_ns_.store(0, std::memory_order_relaxed);
-      advance_to(std::min(t, posts_arrived_locked()));
+      advance_to(std::min(t, posts_arrival_locked()));
       return false;
     }
     cv_.wait_until(lock, deadline);
@@ -66,7 +74,7 @@ void RealTimeRuntime::idle_wait() {
   std::unique_lock<std::mutex> lock(mu_);
   cv_.wait(lock, [this] { return has_posts_locked(); });
   lag_ns_.store(0, std::memory_order_relaxed);
-  advance_to(posts_arrived_locked());
+  advance_to(posts_arrival_locked());
 }
 
 void RealTimeRuntime::settle_at(Time limit) { advance_to(limit); }

@@ -3,8 +3,9 @@
 // the wall). An event runs at its own emulated time once the scaled wall clock has reached it, however
 // late the host gets to it: emulated durations are the model's, never the host's. When the host cannot
 // keep up, emulated time falls behind the scaled wall clock and lag() says by how much. Work that other
-// threads hand in with post() runs, when the loop was waiting for it, at the emulated time the wall
-// clock showed when it was posted (a request arrives when it was sent, not when the loop woke up).
+// threads hand in with post() runs at the emulated time the wall clock showed when it was posted (a
+// request arrives when it was sent, not when the loop woke up or caught up), after the events due
+// before then.
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -32,9 +33,10 @@ class RealTimeRuntime final : public FiberLoop {
   void idle_wait() override;
   void settle_at(Time limit) override;
   void post_queued_locked() override;
-  void posts_taken_locked() override { first_post_.reset(); }
+  // The posts run at the time they arrived (no event is due before it): the clock moves there.
+  void posts_taken_locked() override;
   // The emulated time posts waiting to run arrived at (mu_ held).
-  Time posts_arrived_locked() const;
+  Time posts_arrival_locked() const override;
   // The wall clock is tied to emulated time when the loop first waits, not at construction: building a
   // deployment takes host time that is no emulated time.
   void anchor();

@@ -8,7 +8,7 @@
 #include "emu/rt/real_time_runtime.h"
 
 namespace nvl::rt {
-namespace {
+namespace real_time_test {
 
 using namespace literals;
 using WallClock = std::chrono::steady_clock;
@@ -117,6 +117,36 @@ TEST(RealTime, ASlowHostFallsBehindAndSaysBy) {
   EXPECT_GE(lag, 25_ms);
 }
 
+// A request sent to a loop that fell behind arrives when it was sent, not when the loop gets to it:
+// the same slow host (1 ms of emulated time per 2 ms of wall time) is posted to 40 ms after it starts,
+// when it has reached about 20 ms. The post runs at about 40 ms (less the moment the loop took to
+// start), after every event due before then, not at the 20 ms the loop had reached.
+TEST(RealTime, APostToALoopThatFellBehindRunsAtItsArrivalAfterTheEventsBeforeIt) {
+  RealTimeRuntime rt;
+  Time chain_at = Time::zero();
+  Time posted_at, chain_at_post;
+  rt.spawn("slow", [&] {
+    for (int i = 0; i < 60; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      rt.sleep(1_ms);
+      chain_at = rt.now();
+    }
+  });
+  std::thread poster([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(40));
+    rt.post([&] {
+      posted_at = rt.now();
+      chain_at_post = chain_at;
+    });
+  });
+  rt.run();
+  poster.join();
+  EXPECT_GE(posted_at, Time::zero() + 30_ms);
+  EXPECT_LE(posted_at, Time::zero() + 60_ms);
+  EXPECT_LE(chain_at_post, posted_at);
+  EXPECT_GE(chain_at_post + 1_ms, posted_at) << "every event due before the post ran first";
+}
+
 // Building a deployment takes host time before the loop runs; that is no emulated time, and the loop
 // does not then rush its first events to catch up with it.
 TEST(RealTime, HostTimeBeforeTheRunIsNotEmulatedTime) {
@@ -136,5 +166,5 @@ TEST(RealTime, HostTimeBeforeTheRunIsNotEmulatedTime) {
   EXPECT_LT(rt.lag(), 50_ms);
 }
 
-}  // namespace
+}  // namespace real_time_test
 }  // namespace nvl::rt
