@@ -135,6 +135,10 @@ void HttpSession::dispatch(const Request& req) {
   } else if (path == "/metrics") {
     only(http::verb::get);
     metrics();
+  } else if (path == "/reset_prefix_cache") {
+    only(http::verb::post);
+    if (!engine_.reset_prefix_cache(config_.rank)) throw ApiError(503, "the server is shutting down", "service_unavailable");
+    respond_json(200, {{"status", "ok"}}, keep_alive_);
   } else if (path == "/admin/fault" && config_.rank < 0) {
     only(http::verb::post);
     fault(req);

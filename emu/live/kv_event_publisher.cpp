@@ -26,11 +26,14 @@ const char* medium(engine::KvTier t) { return t == engine::KvTier::gpu ? "GPU" :
 
 std::string encode_kv_event_batch(double ts, std::span<const engine::KvEvent> events, std::int32_t dp_rank,
                                   std::int64_t block_tokens) {
-  // Runs of consecutive events of one kind and tier: one vLLM event each.
+  // Runs of consecutive events of one kind and tier: one vLLM event each (a clear is one on its own).
   std::vector<std::span<const engine::KvEvent>> runs;
   for (std::size_t i = 0; i < events.size();) {
     std::size_t j = i + 1;
-    while (j < events.size() && events[j].kind == events[i].kind && events[j].tier == events[i].tier) ++j;
+    while (j < events.size() && events[i].kind != engine::KvEvent::Kind::cleared && events[j].kind == events[i].kind &&
+           events[j].tier == events[i].tier) {
+      ++j;
+    }
     runs.push_back(events.subspan(i, j - i));
     i = j;
   }
@@ -40,6 +43,11 @@ std::string encode_kv_event_batch(double ts, std::span<const engine::KvEvent> ev
   p.pack(ts);
   p.pack_array(static_cast<std::uint32_t>(runs.size()));
   for (const auto run : runs) {
+    if (run.front().kind == engine::KvEvent::Kind::cleared) {
+      p.pack_array(1);
+      p.pack("AllBlocksCleared");
+      continue;
+    }
     const bool stored = run.front().kind == engine::KvEvent::Kind::stored;
     p.pack_array(stored ? 8 : 3);
     p.pack(stored ? "BlockStored" : "BlockRemoved");

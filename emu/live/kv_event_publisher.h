@@ -7,7 +7,7 @@
 // [ts, [event, ...], data_parallel_rank] whose events are tagged arrays:
 //   ["BlockStored", [hash, ...], parent_hash, [token_id, ...], block_size, lora_id, medium, lora_name]
 //   ["BlockRemoved", [hash, ...], medium]
-//   ["AllBlocksCleared"]
+//   ["AllBlocksCleared"]                 (the rank's prefix cache was reset: POST /reset_prefix_cache)
 // Hashes are the emulator's block hashes (prompt_estimate.h: a chain over the text's blocks); medium
 // is "GPU" or "CPU" (the Grace tier); ts is emulated seconds. There is no tokenizer: token_ids are
 // block_size ids drawn from the block's hash (equal blocks, equal ids), and parent_hash is nil (a run

@@ -373,6 +373,18 @@ bool LiveEngine::healthy(std::int32_t rank) {
          rank_healthy_[static_cast<std::size_t>(rank)];
 }
 
+bool LiveEngine::reset_prefix_cache(std::int32_t rank) {
+  return post([this, rank] {
+    engine::PdSystem& system = deployment_->system();
+    for (std::int32_t r = 0; r < system.ranks(); ++r) {
+      if ((rank < 0 || r == rank) && !system.kv(r).reset_prefix_cache()) {
+        spdlog::warn("live: DP rank {}: prefix cache not reset: {} blocks are in use by its requests", r,
+                     system.kv(r).gpu().used_blocks());
+      }
+    }
+  });
+}
+
 void LiveEngine::publish_kv_events(KvEventSink sink) {
   post([this, sink = std::move(sink)]() mutable {
     kv_sink_ = std::move(sink);

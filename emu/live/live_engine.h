@@ -128,6 +128,11 @@ class LiveEngine {
   // Thread-safe. Runs `fn` on the runtime thread, where engine state may be touched; false when the
   // runtime is gone.
   bool post(std::function<void()> fn);
+  // Thread-safe. Resets the prefix cache of DP rank `rank` (-1: every rank), as vLLM's
+  // /reset_prefix_cache does: its GPU tier's cached blocks go, in one AllBlocksCleared event. A rank
+  // whose requests hold blocks refuses, with a warning in the log, as vLLM's does. Requests submitted
+  // after this call see the reset; false when the runtime is gone.
+  bool reset_prefix_cache(std::int32_t rank);
   // Thread-safe. From now on every DP rank's KV events go to `sink` (on the runtime thread), batched
   // per emulated instant; requests submitted after this call are covered.
   void publish_kv_events(KvEventSink sink);

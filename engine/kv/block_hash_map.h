@@ -3,7 +3,7 @@
 // up to millions of blocks and look one up for every block of every prompt, and std::unordered_map's
 // node per entry made those lookups and their allocations a sizeable share of a run. Open addressing
 // with linear probing in one array; erase shifts the following entries back (no tombstones), so
-// lookups stay short however long entries come and go. Only looked up: it has no iteration.
+// lookups stay short however long entries come and go. Looked up, not iterated, but for erase_if.
 #include <bit>
 #include <cstddef>
 #include <cstdint>
@@ -70,6 +70,16 @@ class BlockHashMap {
     }
     erase_slot(i);
     return true;
+  }
+  // Removes every entry for which pred(key, value) is true, after calling it on every entry (which may
+  // change the value). A walk over the whole table: for rare events, such as a cache reset.
+  template <class Pred>
+  void erase_if(Pred pred) {
+    std::vector<BlockHash> doomed;
+    for (Slot& s : slots_) {
+      if (s.used && pred(s.key, s.value)) doomed.push_back(s.key);
+    }
+    for (const BlockHash key : doomed) erase(key);
   }
   void clear() {
     slots_.clear();

@@ -14,6 +14,7 @@ KvCacheManager::KvCacheManager(const KvCacheConfig& cfg)
       grace_("rank" + std::to_string(cfg.rank) + "/grace",
              cfg.grace_policy == GraceTierPolicy::off ? 0 : cfg.grace_blocks, cfg.block_tokens) {
   gpu_.on_evict([this](BlockHash h) {
+    if (resetting_) return;
     emit(KvEvent::Kind::removed, KvTier::gpu, h);
     if (cfg_.grace_policy == GraceTierPolicy::write_back && !grace_.contains(h)) store_in_grace(h);
   });
@@ -180,6 +181,15 @@ std::int64_t KvCacheManager::drop_grace_cached() {
   const std::int64_t n = grace_.cached_blocks();
   grace_.clear_cached();
   return n;
+}
+
+bool KvCacheManager::reset_prefix_cache() {
+  if (gpu_.used_blocks() > 0) return false;
+  resetting_ = true;
+  gpu_.clear_cached();
+  resetting_ = false;
+  emit(KvEvent::Kind::cleared, KvTier::gpu, 0);
+  return true;
 }
 
 void KvCacheManager::republish() {

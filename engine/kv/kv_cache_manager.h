@@ -102,6 +102,10 @@ class KvCacheManager {
   // memory error). Each block leaves with a removed event. Returns the blocks dropped.
   std::int64_t drop_gpu_cached();
   std::int64_t drop_grace_cached();
+  // The prefix cache is reset (vLLM's /reset_prefix_cache): the GPU tier's cached blocks go, told in one
+  // cleared event rather than one removed event each, and are not written back to Grace. As vLLM, it
+  // refuses (false, nothing changed) while requests hold blocks.
+  bool reset_prefix_cache();
   // Emits a stored event for every cached block of both tiers, in block order: a restarted router
   // rebuilds its index from them.
   void republish();
@@ -126,6 +130,7 @@ class KvCacheManager {
   std::vector<KvCopy> copies_;
   std::vector<std::function<void(const KvEvent&)>> listeners_;
   KvHitCounts hits_;
+  bool resetting_ = false;  // reset_prefix_cache is evicting: its blocks leave without an event each
 };
 
 }  // namespace nvl::engine

@@ -31,6 +31,16 @@ void PrefixIndex::apply(const KvEvent& e) {
     (e.tier == KvTier::gpu ? h.gpu : h.grace).set(r);
     return;
   }
+  if (e.kind == KvEvent::Kind::cleared) {
+    index_of_.erase_if([&](BlockHash, std::uint32_t index) {
+      Holders& h = holders_[index];
+      (e.tier == KvTier::gpu ? h.gpu : h.grace).reset(r);
+      const bool empty = h.gpu.none() && h.grace.none();
+      if (empty) free_holders_.push_back(index);
+      return empty;
+    });
+    return;
+  }
   const std::uint32_t* index = index_of_.find(e.hash);
   if (index == nullptr) return;
   Holders& h = holders_[*index];

@@ -48,16 +48,19 @@ RankLoad from_report(const proto::LoadReport& report) {
 
 proto::KvEventMsg to_message(const KvEvent& e) {
   proto::KvEventMsg m;
-  m.set_kind(e.kind == KvEvent::Kind::stored ? proto::KvEventMsg::KIND_STORED : proto::KvEventMsg::KIND_REMOVED);
+  m.set_kind(e.kind == KvEvent::Kind::stored    ? proto::KvEventMsg::KIND_STORED
+             : e.kind == KvEvent::Kind::removed ? proto::KvEventMsg::KIND_REMOVED
+                                                : proto::KvEventMsg::KIND_CLEARED);
   m.set_tier(e.tier == KvTier::gpu ? proto::KvEventMsg::TIER_GPU : proto::KvEventMsg::TIER_GRACE);
   m.set_rank(e.rank);
-  m.add_hashes(e.hash);
+  if (e.kind != KvEvent::Kind::cleared) m.add_hashes(e.hash);
   return m;
 }
 
 std::vector<KvEvent> from_message(const proto::KvEventMsg& msg) {
-  const auto kind = msg.kind() == proto::KvEventMsg::KIND_STORED ? KvEvent::Kind::stored : KvEvent::Kind::removed;
   const auto tier = msg.tier() == proto::KvEventMsg::TIER_GPU ? KvTier::gpu : KvTier::grace;
+  if (msg.kind() == proto::KvEventMsg::KIND_CLEARED) return {KvEvent{KvEvent::Kind::cleared, tier, msg.rank(), 0}};
+  const auto kind = msg.kind() == proto::KvEventMsg::KIND_STORED ? KvEvent::Kind::stored : KvEvent::Kind::removed;
   std::vector<KvEvent> out;
   out.reserve(static_cast<std::size_t>(msg.hashes_size()));
   for (const std::uint64_t h : msg.hashes()) out.push_back(KvEvent{kind, tier, msg.rank(), h});

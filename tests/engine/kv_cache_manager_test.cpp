@@ -5,7 +5,7 @@
 #include "engine/kv/kv_cache_manager.h"
 
 namespace nvl::engine {
-namespace {
+namespace kv_cache_manager_test {
 
 KvCacheConfig config(GraceTierPolicy policy, std::int64_t gpu_blocks = 8, std::int64_t grace_blocks = 16) {
   return KvCacheConfig{.rank = 3, .gpu_blocks = gpu_blocks, .grace_blocks = grace_blocks, .block_tokens = 4,
@@ -83,6 +83,33 @@ TEST(KvCacheManager, WriteBackSpillsEvictedBlocksToGraceAndLoadsThemBack) {
   kv.check_invariants();
 }
 
+TEST(KvCacheManager, AResetDropsTheCachedGpuBlocksInOneEventOnceNoRequestHoldsAny) {
+  KvCacheManager kv(config(GraceTierPolicy::write_back, 8));
+  std::vector<KvEvent> events;
+  kv.subscribe([&](const KvEvent& e) { events.push_back(e); });
+  const auto a = chain(1, 3);
+  ASSERT_TRUE(kv.admit(1, a, 13));
+  kv.publish(1, a, 13);
+  events.clear();
+  EXPECT_FALSE(kv.reset_prefix_cache()) << "request 1 still holds its blocks: refused, as vLLM refuses";
+  EXPECT_TRUE(events.empty());
+  EXPECT_EQ(kv.match(a).gpu_blocks, 3);
+  kv.release(1);
+  kv.take_copies();
+  EXPECT_TRUE(kv.reset_prefix_cache());
+  ASSERT_EQ(events.size(), 1u) << "one cleared event, not a removed event per block";
+  EXPECT_EQ(events[0].kind, KvEvent::Kind::cleared);
+  EXPECT_EQ(events[0].tier, KvTier::gpu);
+  EXPECT_EQ(events[0].rank, 3);
+  // Gone, and not written back to Grace as an eviction would have been.
+  EXPECT_EQ(kv.match(a).grace_blocks, 0);
+  EXPECT_TRUE(kv.take_copies().empty());
+  auto again = kv.admit(2, a, 13);
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->compute_tokens, 13);
+  kv.check_invariants();
+}
+
 TEST(KvCacheManager, WriteThroughCopiesOnPublish) {
   KvCacheManager kv(config(GraceTierPolicy::write_through));
   const auto a = chain(5, 2);
@@ -119,5 +146,5 @@ TEST(KvCacheManager, MisuseIsALogicError) {
   EXPECT_THROW(kv.admit(2, chain(1, 1), 0), std::invalid_argument);
 }
 
-}  // namespace
+}  // namespace kv_cache_manager_test
 }  // namespace nvl::engine

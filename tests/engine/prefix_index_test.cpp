@@ -1,5 +1,5 @@
 // The prefix index against a plain model of what each rank holds: every rank's longest prefix, per
-// tier, after random stores and removals.
+// tier, after random stores, removals and clears of a rank's tier.
 #include <algorithm>
 #include <cstdint>
 #include <random>
@@ -12,9 +12,9 @@
 #include "engine/router/prefix_index.h"
 
 namespace nvl::engine {
-namespace {
+namespace prefix_index_test {
 
-TEST(PrefixIndex, MatchesEveryRanksLongestPrefixAfterRandomStoresAndRemovals) {
+TEST(PrefixIndex, MatchesEveryRanksLongestPrefixAfterRandomStoresRemovalsAndClears) {
   constexpr std::int32_t kRanks = 70;  // more than one 64-bit word of ranks
   constexpr BlockHash kChain = 40;
   PrefixIndex idx(kRanks);
@@ -31,6 +31,11 @@ TEST(PrefixIndex, MatchesEveryRanksLongestPrefixAfterRandomStoresAndRemovals) {
       const bool store = rng() % 3 != 0;
       const BlockHash h = block();
       auto& held = (tier == KvTier::gpu ? gpu : grace)[static_cast<std::size_t>(rank)];
+      if (rng() % 500 == 0) {  // the rank's prefix cache of this tier is reset
+        held.clear();
+        idx.apply(KvEvent{KvEvent::Kind::cleared, tier, rank, 0});
+        continue;
+      }
       if (store) {
         held.insert(h);
       } else {
@@ -71,5 +76,5 @@ TEST(PrefixIndex, MatchesEveryRanksLongestPrefixAfterRandomStoresAndRemovals) {
   }
 }
 
-}  // namespace
+}  // namespace prefix_index_test
 }  // namespace nvl::engine

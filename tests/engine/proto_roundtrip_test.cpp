@@ -6,7 +6,7 @@
 #include "engine/system/control_codec.h"
 
 namespace nvl::engine {
-namespace {
+namespace proto_roundtrip_test {
 
 template <class Msg>
 Msg round_trip(const Msg& m) {
@@ -145,6 +145,16 @@ TEST(ControlCodec, EngineValuesSurviveTheirProtobufForm) {
   EXPECT_EQ(events[0].tier, e.tier);
   EXPECT_EQ(events[0].rank, e.rank);
   EXPECT_EQ(events[0].hash, e.hash);
+
+  // A prefix-cache reset crosses as one message with no hashes and comes back as one event.
+  const KvEvent cleared{KvEvent::Kind::cleared, KvTier::gpu, 7, 0};
+  const proto::KvEventMsg sent = round_trip(to_message(cleared));
+  EXPECT_EQ(sent.hashes_size(), 0);
+  const auto cleared_back = from_message(sent);
+  ASSERT_EQ(cleared_back.size(), 1u);
+  EXPECT_EQ(cleared_back[0].kind, KvEvent::Kind::cleared);
+  EXPECT_EQ(cleared_back[0].tier, KvTier::gpu);
+  EXPECT_EQ(cleared_back[0].rank, 7);
 }
 
 TEST(ControlProto, FrontendServiceIsGenerated) {
@@ -152,5 +162,5 @@ TEST(ControlProto, FrontendServiceIsGenerated) {
   EXPECT_STREQ(proto::Frontend::service_full_name(), "nvl.engine.proto.Frontend");
 }
 
-}  // namespace
+}  // namespace proto_roundtrip_test
 }  // namespace nvl::engine

@@ -20,7 +20,7 @@
 #include "tests/live/prometheus_scrape.h"
 
 namespace nvl::live_test {
-namespace {
+namespace workers_test {
 
 using engine::BlockHash;
 
@@ -78,6 +78,11 @@ class KvSubscriber {
       const msgpack::object_array e = o.via.array;
       KvEventIn in;
       in.type = e.ptr[0].as<std::string>();
+      if (in.type == "AllBlocksCleared") {
+        EXPECT_EQ(e.size, 1u) << "a tag alone";
+        b.events.push_back(std::move(in));
+        continue;
+      }
       in.hashes = e.ptr[1].as<std::vector<BlockHash>>();
       if (in.type == "BlockStored") {
         EXPECT_EQ(e.size, 8u) << "tag, hashes, parent, token ids, block size, lora id, medium, lora name";
@@ -211,6 +216,44 @@ TEST(Workers, ARouterReadingTheEventsFindsThePrefixWhereTheyPutIt) {
   EXPECT_EQ(hits(2), 0);
 }
 
+TEST(Workers, AResetPrefixCacheClearsTheRankAndSaysSoInOneEvent) {
+  auto server = start_server(worker_options());
+  const std::string model = server->engine().model_name();
+  zmq::context_t ctx;
+  KvSubscriber rank4(ctx, server->kv_events_port(4));
+  let_subscribers_join();
+  const std::string prompt(6 * 64 * emu::live::kBytesPerToken + 40, 'r');  // six full blocks
+  const std::uint16_t own = server->worker_http_port(4);
+  const auto ask = [&] {
+    ASSERT_EQ(post_json(own, "/v1/completions", {{"model", model}, {"prompt", prompt}, {"max_tokens", 2}}).status, 200);
+  };
+  const auto hits = [&] { return engine_figure(own, "vllm:prefix_cache_hits_total", 4); };
+  ask();
+  const std::vector<BlockHash> blocks = emu::live::estimate_prompt(prompt, 64).block_hashes;
+  ASSERT_EQ(stored_blocks(rank4, 4, blocks).size(), blocks.size());
+  ASSERT_EQ(post_json(own, "/reset_prefix_cache", nlohmann::json::object()).status, 200);
+  // One AllBlocksCleared, not a BlockRemoved per block.
+  std::vector<std::string> seen;
+  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (seen.empty() && std::chrono::steady_clock::now() < end) {
+    if (const auto b = rank4.next()) {
+      for (const KvEventIn& e : b->events) seen.push_back(e.type);
+    }
+  }
+  EXPECT_EQ(seen, std::vector<std::string>{"AllBlocksCleared"});
+  // The same prompt again finds nothing cached (it would have found its six blocks, 384 tokens, without
+  // the reset: the third asking shows it).
+  const double before = hits();
+  ask();
+  EXPECT_EQ(hits() - before, 0);
+  ask();
+  EXPECT_EQ(hits() - before, 6 * 64);
+  // The main port resets every rank, this one among them.
+  ASSERT_EQ(post_json(server->http_port(), "/reset_prefix_cache", nlohmann::json::object()).status, 200);
+  ask();
+  EXPECT_EQ(hits() - before, 6 * 64);
+}
+
 TEST(Workers, ALostGpuTakesItsWorkerOutOfService) {
   // A long answer in flight on every worker: the lost GPU's fails, the others go on. (Declared before
   // the server, which outlives them otherwise: its shutdown ends the others.)
@@ -279,5 +322,5 @@ TEST(Workers, ATakenWorkerPortIsNamed) {
   expect_refused(&emu::live::LiveServerOptions::kv_events_port, "KV event port");
 }
 
-}  // namespace
+}  // namespace workers_test
 }  // namespace nvl::live_test
