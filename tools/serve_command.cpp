@@ -43,10 +43,16 @@ int serve(ServeOptions opts) {
   std::cout << "serving " << server.engine().model_name() << " (" << scenario.name << ") at time scale "
             << opts.server.engine.time_scale << ": http://" << opts.server.address << ":" << server.http_port();
   if (server.grpc_port() > 0) std::cout << ", grpc " << opts.server.address << ":" << server.grpc_port();
-  if (server.workers() > 0) {
-    std::cout << "; " << server.workers() << " DP-rank workers at http ports " << server.worker_http_port(0) << "-"
-              << server.worker_http_port(server.workers() - 1) << ", KV events (ZMQ) at ports "
-              << server.kv_events_port(0) << "-" << server.kv_events_port(server.workers() - 1);
+  if (opts.server.workers) {
+    const std::int32_t ranks = server.engine().ranks();
+    const std::int32_t prefills = server.engine().prefill_instances();
+    std::cout << "; " << ranks << " DP-rank workers at http ports " << server.worker_http_port(0) << "-"
+              << server.worker_http_port(ranks - 1) << ", KV events (ZMQ) at ports " << server.kv_events_port(0) << "-"
+              << server.kv_events_port(ranks - 1);
+    for (std::int32_t i = 0; i < prefills; ++i) {
+      std::cout << "; prefill instance " << i << " at http port " << server.worker_http_port(ranks + i)
+                << ", bootstrap port " << opts.server.bootstrap_port + i;
+    }
   }
   std::cout << std::endl;
   int signal = 0;
@@ -78,10 +84,16 @@ void register_serve_command(CommandRegistry& registry) {
   app->add_option("--max-body-bytes", opts->server.http.body_limit_bytes, "Larger request bodies get 413")
       ->check(CLI::PositiveNumber);
   app->add_flag("--workers", opts->server.workers,
-               "Also give every DP rank its own OpenAI-compatible endpoint and ZMQ KV event stream (vLLM's)");
+               "Also give every DP rank its own OpenAI-compatible endpoint and ZMQ KV event stream (vLLM's), "
+               "and every prefill instance an endpoint for the prefill halves of P/D pairs (SGLang's bootstrap)");
   app->add_option("--worker-http-port", opts->server.worker_http_port,
-                  "With --workers: DP rank r's HTTP port is this + r (0: any free ports)")
+                  "With --workers: DP rank r's HTTP port is this + r, prefill instance i's this + ranks + i "
+                  "(0: any free ports)")
       ->check(CLI::Range(0, 65535));
+  app->add_option("--bootstrap-port", opts->server.bootstrap_port,
+                  "With --workers: prefill instance i's bootstrap port, as P/D requests name it, is this + i "
+                  "(nothing listens on it: the pair meets inside the emulated rack)")
+      ->check(CLI::Range(1, 65535));
   app->add_option("--kv-events-port", opts->server.kv_events_port,
                   "With --workers: DP rank r publishes its KV events on this + r (0: any free ports)")
       ->check(CLI::Range(0, 65535));

@@ -137,9 +137,9 @@ void HttpSession::dispatch(const Request& req) {
     metrics();
   } else if (path == "/reset_prefix_cache") {
     only(http::verb::post);
-    if (!engine_.reset_prefix_cache(config_.rank)) throw ApiError(503, "the server is shutting down", "service_unavailable");
+    if (!engine_.reset_prefix_cache(config_.engine)) throw ApiError(503, "the server is shutting down", "service_unavailable");
     respond_json(200, {{"status", "ok"}}, keep_alive_);
-  } else if (path == "/admin/fault" && config_.rank < 0) {
+  } else if (path == "/admin/fault" && config_.engine < 0) {
     only(http::verb::post);
     fault(req);
   } else {
@@ -176,9 +176,8 @@ void HttpSession::respond_error(const ApiError& e) {
 }
 
 void HttpSession::health() {
-  if (config_.rank >= 0 ? !engine_.healthy(config_.rank) : !engine_.healthy()) {
-    respond_error(ApiError(503, config_.rank >= 0 ? "DP rank " + std::to_string(config_.rank) + " is not serving"
-                                                  : "no healthy worker",
+  if (config_.engine >= 0 ? !engine_.healthy(config_.engine) : !engine_.healthy()) {
+    respond_error(ApiError(503, config_.engine >= 0 ? engine_name() + " is not serving" : "no healthy worker",
                            "service_unavailable", "", "no_healthy_worker"));
     return;
   }
@@ -208,7 +207,7 @@ void HttpSession::metrics() {
 void HttpSession::send_metrics(const EngineGauges& g) {
   Response res{http::status::ok, kHttpVersion};
   res.set(http::field::content_type, "text/plain; version=0.0.4");
-  res.body() = engine_.metrics().prometheus_text(g, engine_.model_name(), config_.rank);
+  res.body() = engine_.metrics().prometheus_text(g, engine_.model_name(), config_.engine);
   res.keep_alive(keep_alive_);
   respond(std::move(res));
 }
@@ -250,8 +249,48 @@ void HttpSession::send_fault_outcome(const InjectOutcome& o) {
   }
 }
 
+std::string HttpSession::engine_name() const {
+  return config_.engine < engine_.ranks() ? "DP rank " + std::to_string(config_.engine)
+                                          : "prefill instance " + std::to_string(config_.engine - engine_.ranks());
+}
+
+std::pair<std::int32_t, std::optional<PdTarget>> HttpSession::generation_target() const {
+  const bool prefill_worker = config_.engine >= engine_.ranks();
+  const auto& b = request_->bootstrap;
+  if (!b) {
+    if (prefill_worker) {
+      throw ApiError::bad_request("'bootstrap_room' is required: a prefill worker serves the prefill half of a P/D "
+                                  "pair, which a P/D router sends with its decode half to a decode worker",
+                                  "bootstrap_room");
+    }
+    return {config_.engine, std::nullopt};
+  }
+  if (config_.engine < 0) {
+    throw ApiError::bad_request("'bootstrap_room' is for the workers' ports (serve --workers): this server's own "
+                                "router splits prefill and decode itself",
+                                "bootstrap_room");
+  }
+  const std::int64_t instance = b->port - config_.bootstrap_port;
+  if (instance < 0 || instance >= engine_.prefill_instances()) {
+    throw ApiError::bad_request(
+        "'bootstrap_port' " + std::to_string(b->port) + " is no prefill instance's" +
+            (engine_.prefill_instances() == 0
+                 ? std::string(" (this deployment has none)")
+                 : " (theirs: " + std::to_string(config_.bootstrap_port) + " to " +
+                       std::to_string(config_.bootstrap_port + engine_.prefill_instances() - 1) + ")"),
+        "bootstrap_port");
+  }
+  if (prefill_worker && instance != config_.engine - engine_.ranks()) {
+    throw ApiError::bad_request("'bootstrap_port' " + std::to_string(b->port) + " is not this prefill instance's (" +
+                                    std::to_string(config_.bootstrap_port + config_.engine - engine_.ranks()) + ")",
+                                "bootstrap_port");
+  }
+  return {prefill_worker ? -1 : config_.engine, PdTarget{static_cast<std::int32_t>(instance), b->room, prefill_worker}};
+}
+
 void HttpSession::generate(Endpoint endpoint, const Request& req) {
   request_ = parse_completion_request(endpoint, req.body(), engine_.model_name());
+  const auto [rank, pd] = generation_target();
   filler_.emplace(engine_.seed(), request_->prompt_text);
   stop_.emplace(request_->stop);
   const Admission a = engine_.submit_text(
@@ -259,7 +298,7 @@ void HttpSession::generate(Endpoint endpoint, const Request& req) {
       [self = shared_from_this()](const StreamUpdate& u) {
         net::post(self->stream_.get_executor(), [self, u] { self->on_update(u); });
       },
-      config_.rank);
+      rank, pd);
   if (a.refusal != Refusal::none) throw refusal_error(a);
   id_ = a.id;
   counted_ = true;

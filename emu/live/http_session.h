@@ -32,9 +32,13 @@ struct HttpConfig {
   // with the gauges last read, /admin/fault with 503 (the fault withdrawn, not injected).
   std::chrono::milliseconds engine_wait = LiveEngine::kAnswerWait;
   std::int64_t started_s = 0;                        // Unix time the server started (model "created")
-  // >= 0: the endpoint of this DP rank's worker (serve --workers): its requests are served there, its
-  // /metrics and /health are the rank's own, and it has no /admin routes.
-  std::int32_t rank = -1;
+  // >= 0: the endpoint of this engine's worker (serve --workers): a DP rank's (below LiveEngine::ranks())
+  // or a prefill instance's (numbered after them); its requests are served there, its /metrics and
+  // /health are the engine's own, and it has no /admin routes.
+  std::int32_t engine = -1;
+  // The first prefill instance's bootstrap port (SGLang's --disaggregation-bootstrap-port; instance i
+  // has this + i): what a P/D router names a prefill worker by in the requests it sends.
+  std::int64_t bootstrap_port = 8998;
 };
 
 class HttpSession : public std::enable_shared_from_this<HttpSession> {
@@ -60,6 +64,9 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   void send_metrics(const EngineGauges& g);
   void send_fault_outcome(const InjectOutcome& o);
   void generate(Endpoint endpoint, const Request& req);
+  // Where a generation asked of this endpoint goes: its DP rank, or the half of a P/D pair it names.
+  std::pair<std::int32_t, std::optional<PdTarget>> generation_target() const;
+  std::string engine_name() const;
   // Generation, on the strand.
   void on_update(const StreamUpdate& u);
   // Sends (streaming) or keeps (whole) answer text.

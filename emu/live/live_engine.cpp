@@ -72,7 +72,8 @@ void LiveEngine::serve(const Scenario& scenario, std::promise<void>& ready) {
     max_prompt_tokens_ = deployment->system().kv(0).gpu().capacity() * block_tokens_;
     max_context_tokens_ = deployment->model().max_position_embeddings;
     ranks_ = deployment->system().ranks();
-    metrics_.emplace(MetricsShape{.engines = deployment->system().ranks(),
+    prefill_instances_ = static_cast<std::int32_t>(deployment->system().prefill_instances());
+    metrics_.emplace(MetricsShape{.engines = ranks_ + prefill_instances_,
                                   .max_model_len = max_context_tokens_,
                                   .block_tokens = block_tokens_});
     deployment_ = deployment.get();
@@ -122,7 +123,8 @@ bool LiveEngine::post(std::function<void()> fn) {
 }
 
 Admission LiveEngine::submit(std::int64_t prompt_tokens, std::vector<engine::BlockHash> hashes,
-                             std::int64_t max_tokens, StreamSink sink, std::int32_t target_rank) {
+                             std::int64_t max_tokens, StreamSink sink, std::int32_t target_rank,
+                             std::optional<PdTarget> pd) {
   Admission a;
   if (!healthy()) {
     a.refusal = Refusal::unhealthy;
@@ -132,6 +134,12 @@ Admission LiveEngine::submit(std::int64_t prompt_tokens, std::vector<engine::Blo
   if (target_rank >= 0 && !healthy(target_rank)) {
     a.refusal = Refusal::unhealthy;
     a.detail = "DP rank " + std::to_string(target_rank) + " is not serving (a fault took its GPUs or its worker)";
+    return a;
+  }
+  if (pd && !healthy(ranks_ + pd->prefill_instance)) {
+    a.refusal = Refusal::unhealthy;
+    a.detail = "prefill instance " + std::to_string(pd->prefill_instance) +
+               " is not serving (a fault took its GPUs or its worker)";
     return a;
   }
   if (prompt_tokens + max_tokens > max_context_tokens_) {
@@ -165,8 +173,12 @@ Admission LiveEngine::submit(std::int64_t prompt_tokens, std::vector<engine::Blo
     in_flight_ = live_.size();
   }
   const engine::RequestId id = a.id;
-  if (!post([this, id, prompt_tokens, hashes = std::move(hashes), max_tokens, target_rank]() mutable {
-        start(id, prompt_tokens, std::move(hashes), max_tokens, target_rank);
+  if (!post([this, id, prompt_tokens, hashes = std::move(hashes), max_tokens, target_rank, pd]() mutable {
+        if (pd) {
+          arrive_half(PdHalf{id, *pd, target_rank, prompt_tokens, std::move(hashes), max_tokens, rt_->now()});
+        } else {
+          start(id, prompt_tokens, std::move(hashes), max_tokens, target_rank);
+        }
       })) {
     std::lock_guard<std::mutex> lock(live_mu_);
     live_.erase(id);
@@ -178,13 +190,13 @@ Admission LiveEngine::submit(std::int64_t prompt_tokens, std::vector<engine::Blo
 }
 
 Admission LiveEngine::submit_text(std::string_view prompt, std::int64_t max_tokens, StreamSink sink,
-                                  std::int32_t target_rank) {
+                                  std::int32_t target_rank, std::optional<PdTarget> pd) {
   PromptEstimate e = estimate_prompt(prompt, block_tokens_);
-  return submit(e.tokens, std::move(e.block_hashes), max_tokens, std::move(sink), target_rank);
+  return submit(e.tokens, std::move(e.block_hashes), max_tokens, std::move(sink), target_rank, pd);
 }
 
 void LiveEngine::start(engine::RequestId id, std::int64_t prompt_tokens, std::vector<engine::BlockHash> hashes,
-                       std::int64_t max_tokens, std::int32_t target_rank) {
+                       std::int64_t max_tokens, std::int32_t target_rank, std::int32_t target_prefill_instance) {
   {
     std::lock_guard<std::mutex> lock(live_mu_);
     if (!live_.contains(id)) return;  // cancelled before it reached the engine
@@ -196,15 +208,94 @@ void LiveEngine::start(engine::RequestId id, std::int64_t prompt_tokens, std::ve
   r.prompt_hashes = std::move(hashes);
   r.max_output_tokens = max_tokens;
   r.target_rank = target_rank;
+  r.target_prefill_instance = target_prefill_instance;
   try {
     deployment_->system().submit(std::move(r));
   } catch (const std::exception& e) {
-    engine::RequestTiming t;
-    t.id = id;
-    t.prompt_tokens = prompt_tokens;
-    t.failure = std::string("refused by the engine: ") + e.what();
-    on_done(t);
+    end_unstarted(id, prompt_tokens, std::string("refused by the engine: ") + e.what());
   }
+}
+
+void LiveEngine::arrive_half(PdHalf half) {
+  {
+    std::lock_guard<std::mutex> lock(live_mu_);
+    if (!live_.contains(half.id)) return;  // cancelled before it got here
+  }
+  const engine::RequestId id = half.id;
+  const std::int64_t prompt_tokens = half.prompt_tokens;
+  const PdTarget target = half.target;
+  const std::string room = "bootstrap room " + std::to_string(target.room) + " of prefill instance " +
+                           std::to_string(target.prefill_instance);
+  PdHalf other;
+  switch (pd_pairs_.arrive(std::move(half), other)) {
+    case PdPairs::Met::duplicate:
+      end_unstarted(id, prompt_tokens, room + " already has its " + (target.prefill_half ? "prefill" : "decode") + " half");
+      return;
+    case PdPairs::Met::waiting:
+      rt_->call_after(rt::from_seconds(opts_.pd_pair_timeout_s), [this, id, prompt_tokens, room] {
+        if (pd_pairs_.leave(id)) {
+          end_unstarted(id, prompt_tokens,
+                        "the other half of its P/D pair (" + room + ") did not arrive within " +
+                            std::to_string(opts_.pd_pair_timeout_s) + " s");
+        }
+      });
+      return;
+    case PdPairs::Met::paired: {
+      // Served as the decode half asked: its prompt, its rank, the prefill instance both named.
+      PdHalf decode = other.target.prefill_half ? *pd_pairs_.partner(other.id) : std::move(other);
+      start(decode.id, decode.prompt_tokens, std::move(decode.hashes), decode.max_tokens, decode.rank,
+            decode.target.prefill_instance);
+      return;
+    }
+  }
+}
+
+void LiveEngine::end_prefill_half(const PdHalf& half, const engine::RequestTiming& decode, const std::string& failure) {
+  StreamSink sink;
+  Live l;
+  {
+    std::lock_guard<std::mutex> lock(live_mu_);
+    if (const auto it = live_.find(half.id); it != live_.end()) {
+      l = std::move(it->second);
+      live_.erase(it);
+      in_flight_ = live_.size();
+      sink = std::exchange(l.sink, nullptr);
+    } else if (withdrawn_.erase(half.id) == 0) {
+      return;
+    }
+  }
+  // The prefill worker counts the request it was sent, as vLLM's engine of that instance would.
+  const std::int32_t engine = ranks_ + half.target.prefill_instance;
+  const double since_arrival = std::max(0.0, (rt_->now() - half.arrival).seconds());
+  FinishedRequest f;
+  f.engine = engine;
+  f.reason = failure.empty() ? FinishReason::length : FinishReason::error;
+  f.e2e_s = since_arrival;
+  f.prompt_tokens = half.prompt_tokens;
+  f.max_tokens = half.max_tokens;
+  if (failure.empty()) {
+    f.queue_s = std::max(0.0, (decode.routed - half.arrival).seconds());
+    f.prefill_s = f.inference_s = std::max(0.0, f.e2e_s - f.queue_s);
+    f.output_tokens = 1;
+    metrics_->record_first_token(engine, since_arrival, half.prompt_tokens, decode.cached_tokens, 1);
+  }
+  metrics_->record_finished(f);
+  if (!sink) return;  // withdrawn: its client heard the end already
+  StreamUpdate u;
+  u.new_tokens = f.output_tokens;
+  u.output_tokens = f.output_tokens;
+  u.prompt_tokens = half.prompt_tokens;
+  u.finished = true;
+  u.failure = failure;
+  sink(u);
+}
+
+void LiveEngine::end_unstarted(engine::RequestId id, std::int64_t prompt_tokens, const std::string& failure) {
+  engine::RequestTiming t;
+  t.id = id;
+  t.prompt_tokens = prompt_tokens;
+  t.failure = failure;
+  on_done(t);
 }
 
 void LiveEngine::on_tokens(engine::RequestId id, std::int64_t count) {
@@ -225,7 +316,8 @@ void LiveEngine::on_tokens(engine::RequestId id, std::int64_t count) {
     sink = l.sink;
   }
   // The engine that delivered them: the rank the request is on now.
-  if (const engine::RequestTiming* t = deployment_->system().timing(id); t != nullptr && t->rank >= 0) {
+  const engine::RequestTiming* t = deployment_->system().timing(id);
+  if (t != nullptr && t->rank >= 0) {
     if (previous) {
       metrics_->record_tokens(t->rank, count, (now - *previous).seconds());
     } else {
@@ -234,9 +326,18 @@ void LiveEngine::on_tokens(engine::RequestId id, std::int64_t count) {
     }
   }
   sink(u);
+  // The decode rank has the prompt's KV and its first token: the prefill half's part is done.
+  if (const auto prefill = pd_pairs_.partner(id); prefill && t != nullptr) {
+    pd_pairs_.end(id);
+    end_prefill_half(*prefill, *t, "");
+  }
 }
 
 void LiveEngine::on_done(const engine::RequestTiming& t) {
+  if (const auto prefill = pd_pairs_.partner(t.id)) {
+    pd_pairs_.end(t.id);
+    end_prefill_half(*prefill, t, t.failure.empty() ? "its decode half ended before the prefill was done" : t.failure);
+  }
   StreamSink sink;
   StreamUpdate u;
   Live ended;
@@ -303,14 +404,44 @@ bool LiveEngine::withdraw(engine::RequestId id, FinishReason reason) {
     live_.erase(it);
     in_flight_ = live_.size();
   }
-  post([this, id] {
-    try {
-      deployment_->system().cancel(id);
-    } catch (const std::exception& e) {
-      spdlog::warn("live: cancelling request {}: {}", id, e.what());
-    }
-  });
+  post([this, id] { stop_on_engine(id); });
   return true;
+}
+
+void LiveEngine::stop_on_engine(engine::RequestId id) {
+  if (pd_pairs_.leave(id)) {  // a half still waiting: the engine never had it
+    end_unstarted(id, 0, "cancelled");
+    return;
+  }
+  engine::RequestId on_engine = id;
+  if (const auto decode = pd_pairs_.partner(id); decode && !decode->target.prefill_half) {
+    // A prefill half whose decode half is being served: the decode rank gets no KV from it now, so the
+    // decode half fails too (as an aborted prefill fails its KV transfer).
+    pd_pairs_.end(id);
+    end_unstarted(id, 0, "cancelled");
+    on_engine = decode->id;
+    StreamSink sink;
+    StreamUpdate u;
+    {
+      std::lock_guard<std::mutex> lock(live_mu_);
+      const auto it = live_.find(on_engine);
+      if (it == live_.end()) return;
+      sink = std::exchange(it->second.sink, nullptr);
+      u.prompt_tokens = it->second.prompt_tokens;
+      u.output_tokens = it->second.output_tokens;
+      withdrawn_.emplace(on_engine, std::make_pair(FinishReason::error, std::move(it->second)));
+      live_.erase(it);
+      in_flight_ = live_.size();
+    }
+    u.finished = true;
+    u.failure = "its prefill half (bootstrap room " + std::to_string(decode->target.room) + ") was cancelled";
+    sink(u);
+  }
+  try {
+    deployment_->system().cancel(on_engine);
+  } catch (const std::exception& e) {
+    spdlog::warn("live: cancelling request {}: {}", on_engine, e.what());
+  }
 }
 
 std::shared_ptr<EngineTicket> LiveEngine::inject(const nlohmann::json& fault, std::function<void(InjectOutcome)> done) {
@@ -359,28 +490,49 @@ bool LiveEngine::rank_serving(std::int32_t rank) const {
   return system.rank_live(rank);
 }
 
+bool LiveEngine::prefill_serving(std::size_t instance) const {
+  engine::PdSystem& system = deployment_->system();
+  engine::PrefillWorker& worker = system.prefill(instance);
+  for (std::int64_t stage = 0; stage < worker.pp(); ++stage) {
+    for (std::int32_t r = 0; r < worker.ranks(); ++r) {
+      for (const hal::Device* gpu : worker.devices_of(stage, r)) {
+        if (gpu->health() != hal::DeviceHealth::healthy) return false;
+      }
+    }
+  }
+  return worker.live() && !system.prefill_worker_down(instance);
+}
+
 void LiveEngine::refresh_health() {
   std::vector<bool> serving;
-  for (std::int32_t r = 0; r < deployment_->system().ranks(); ++r) serving.push_back(rank_serving(r));
+  for (std::int32_t r = 0; r < ranks_; ++r) serving.push_back(rank_serving(r));
   healthy_ranks_ = std::count(serving.begin(), serving.end(), true);
+  for (std::int32_t p = 0; p < prefill_instances_; ++p) serving.push_back(prefill_serving(static_cast<std::size_t>(p)));
   std::lock_guard<std::mutex> lock(health_mu_);
-  rank_healthy_ = std::move(serving);
+  engine_healthy_ = std::move(serving);
 }
 
-bool LiveEngine::healthy(std::int32_t rank) {
+bool LiveEngine::healthy(std::int32_t engine) {
   std::lock_guard<std::mutex> lock(health_mu_);
-  return !dead_.load() && rank >= 0 && static_cast<std::size_t>(rank) < rank_healthy_.size() &&
-         rank_healthy_[static_cast<std::size_t>(rank)];
+  return !dead_.load() && engine >= 0 && static_cast<std::size_t>(engine) < engine_healthy_.size() &&
+         engine_healthy_[static_cast<std::size_t>(engine)];
 }
 
-bool LiveEngine::reset_prefix_cache(std::int32_t rank) {
-  return post([this, rank] {
-    engine::PdSystem& system = deployment_->system();
-    for (std::int32_t r = 0; r < system.ranks(); ++r) {
-      if ((rank < 0 || r == rank) && !system.kv(r).reset_prefix_cache()) {
-        spdlog::warn("live: DP rank {}: prefix cache not reset: {} blocks are in use by its requests", r,
-                     system.kv(r).gpu().used_blocks());
+bool LiveEngine::reset_prefix_cache(std::int32_t engine) {
+  return post([this, engine] {
+    const auto reset = [](engine::KvCacheManager& kv, const std::string& who) {
+      if (!kv.reset_prefix_cache()) {
+        spdlog::warn("live: {}: prefix cache not reset: {} blocks are in use by its requests", who, kv.gpu().used_blocks());
       }
+    };
+    engine::PdSystem& system = deployment_->system();
+    for (std::int32_t r = 0; r < ranks_; ++r) {
+      if (engine < 0 || r == engine) reset(system.kv(r), "DP rank " + std::to_string(r));
+    }
+    for (std::int32_t p = 0; p < prefill_instances_; ++p) {
+      if (engine >= 0 && ranks_ + p != engine) continue;
+      engine::PrefillWorker& worker = system.prefill(static_cast<std::size_t>(p));
+      for (std::int32_t r = 0; r < worker.ranks(); ++r) reset(worker.kv(r), "prefill instance " + std::to_string(p));
     }
   });
 }
@@ -434,7 +586,7 @@ EngineGauges LiveEngine::gauges_now() {
   for (std::int32_t r = 0; r < system.ranks(); ++r) {
     const engine::RankScheduler& s = system.scheduler(r);
     const engine::KvBlockPool& blocks = system.kv(r).gpu();
-    RankGauges& rank = g.ranks.emplace_back();
+    RankGauges& rank = g.engines.emplace_back();
     rank.running = static_cast<std::int64_t>(s.running());
     rank.waiting = static_cast<std::int64_t>(s.waiting() + s.receiving());
     rank.gpu_blocks = blocks.capacity();
@@ -445,6 +597,23 @@ EngineGauges LiveEngine::gauges_now() {
     g.waiting += rank.waiting;
     used += blocks.used_blocks();
     capacity += blocks.capacity();
+  }
+  for (std::int32_t p = 0; p < prefill_instances_; ++p) {
+    engine::PrefillWorker& worker = system.prefill(static_cast<std::size_t>(p));
+    RankGauges& prefill = g.engines.emplace_back();
+    std::int64_t prefill_used = 0;
+    for (std::int32_t r = 0; r < worker.ranks(); ++r) {
+      prefill.running += static_cast<std::int64_t>(worker.scheduler(r).running());
+      prefill.waiting += static_cast<std::int64_t>(worker.scheduler(r).waiting());
+      prefill.preemptions += worker.scheduler(r).preemptions();
+      prefill.gpu_blocks += worker.kv(r).gpu().capacity();
+      prefill_used += worker.kv(r).gpu().used_blocks();
+    }
+    prefill.waiting += pd_pairs_.waiting_prefills(p);
+    prefill.kv_usage = prefill.gpu_blocks > 0 ? static_cast<double>(prefill_used) / static_cast<double>(prefill.gpu_blocks) : 0.0;
+    prefill.healthy = healthy(ranks_ + p);
+    prefill.prefill = true;
+    prefill.prompts_prefilled = system.prefilled_by(static_cast<std::size_t>(p));
   }
   g.router_queue = static_cast<std::int64_t>(system.pending());
   g.waiting += g.router_queue;

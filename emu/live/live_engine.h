@@ -20,6 +20,7 @@
 
 #include "emu/live/live_faults.h"
 #include "emu/live/live_metrics.h"
+#include "emu/live/pd_pairs.h"
 #include "emu/live/prompt_estimate.h"
 #include "emu/rt/real_time_runtime.h"
 #include "emu/scenario/deployment.h"
@@ -34,6 +35,8 @@ using KvEventSink = std::function<void(std::int32_t rank, double ts, std::span<c
 struct LiveOptions {
   double time_scale = 1.0;        // emulated seconds per wall second
   std::size_t max_in_flight = 1024;  // admitted requests not yet over; beyond it new ones are refused (429)
+  // How long (emulated seconds) one half of a P/D pair sent to the workers waits for the other.
+  double pd_pair_timeout_s = 300;
 };
 
 // What happened to a request since the last update.
@@ -101,11 +104,15 @@ class LiveEngine {
 
   // Thread-safe. Admits a prompt of `prompt_tokens` with these block hashes, or refuses it at once.
   // `target_rank` >= 0: sent to that DP rank's own endpoint, served there (the router bypassed).
+  // `pd`: one half of a P/D pair a router sent to the workers (pd_pairs.h), the decode half with its
+  // target_rank; served once its other half has arrived (or failed after pd_pair_timeout_s). The
+  // prefill half hears one token and its end when the prefill is done: when the decode rank has the
+  // KV and delivers the first token.
   Admission submit(std::int64_t prompt_tokens, std::vector<engine::BlockHash> hashes, std::int64_t max_tokens,
-                   StreamSink sink, std::int32_t target_rank = -1);
+                   StreamSink sink, std::int32_t target_rank = -1, std::optional<PdTarget> pd = std::nullopt);
   // Thread-safe. The same for a prompt's text, its tokens and block hashes estimated (prompt_estimate.h).
   Admission submit_text(std::string_view prompt, std::int64_t max_tokens, StreamSink sink,
-                        std::int32_t target_rank = -1);
+                        std::int32_t target_rank = -1, std::optional<PdTarget> pd = std::nullopt);
   // Thread-safe. The request's sink hears nothing more; its KV is freed.
   void cancel(engine::RequestId id);
   // Thread-safe. The same for a request whose answer reached a stop sequence: counted as finished
@@ -128,11 +135,12 @@ class LiveEngine {
   // Thread-safe. Runs `fn` on the runtime thread, where engine state may be touched; false when the
   // runtime is gone.
   bool post(std::function<void()> fn);
-  // Thread-safe. Resets the prefix cache of DP rank `rank` (-1: every rank), as vLLM's
-  // /reset_prefix_cache does: its GPU tier's cached blocks go, in one AllBlocksCleared event. A rank
-  // whose requests hold blocks refuses, with a warning in the log, as vLLM's does. Requests submitted
-  // after this call see the reset; false when the runtime is gone.
-  bool reset_prefix_cache(std::int32_t rank);
+  // Thread-safe. Resets the prefix cache of engine `engine` (-1: every one), as vLLM's
+  // /reset_prefix_cache does: its GPU tier's cached blocks go, a DP rank's in one AllBlocksCleared
+  // event (a prefill instance publishes no KV events). An engine whose requests hold blocks refuses,
+  // with a warning in the log, as vLLM's does. Requests submitted after this call see the reset; false
+  // when the runtime is gone.
+  bool reset_prefix_cache(std::int32_t engine);
   // Thread-safe. From now on every DP rank's KV events go to `sink` (on the runtime thread), batched
   // per emulated instant; requests submitted after this call are covered.
   void publish_kv_events(KvEventSink sink);
@@ -140,9 +148,11 @@ class LiveEngine {
   void stop();
 
   bool healthy() const { return healthy_ranks_.load() > 0 && !dead_.load(); }
-  // Thread-safe. Whether DP rank `rank` serves (its GPUs healthy, its group stepping it), as last polled.
-  bool healthy(std::int32_t rank);
+  // Thread-safe. Whether engine `engine` serves, as last polled: a DP rank (its GPUs healthy, its group
+  // stepping it), or from ranks() on a prefill instance (its GPUs healthy, its worker not declared dead).
+  bool healthy(std::int32_t engine);
   std::int32_t ranks() const { return ranks_; }
+  std::int32_t prefill_instances() const { return prefill_instances_; }
   std::int64_t block_tokens() const { return block_tokens_; }
   std::int64_t max_prompt_tokens() const { return max_prompt_tokens_; }
   // The model's context length (ModelProfile::max_position_embeddings): prompt and output together.
@@ -169,7 +179,14 @@ class LiveEngine {
   void on_tokens(engine::RequestId id, std::int64_t count);
   void on_done(const engine::RequestTiming& t);
   void start(engine::RequestId id, std::int64_t prompt_tokens, std::vector<engine::BlockHash> hashes,
-             std::int64_t max_tokens, std::int32_t target_rank);
+             std::int64_t max_tokens, std::int32_t target_rank, std::int32_t target_prefill_instance = -1);
+  // P/D pairs (runtime thread): a half arrives; a prefill half's part is done or failed.
+  void arrive_half(PdHalf half);
+  void end_prefill_half(const PdHalf& half, const engine::RequestTiming& decode, const std::string& failure);
+  // Ends a request the engine never had (a half that waited), as the engine ends one.
+  void end_unstarted(engine::RequestId id, std::int64_t prompt_tokens, const std::string& failure);
+  // The engine stops a withdrawn request; a half of a P/D pair takes its other half with it.
+  void stop_on_engine(engine::RequestId id);
   void fail_all(const std::string& why);
   // Ends the request here and in the engine, to be counted with `reason` once the engine has stopped
   // it; false when it was already over.
@@ -177,6 +194,7 @@ class LiveEngine {
   // Counts a request that ended, as the engine it ended on counts it.
   void record_end(const engine::RequestTiming& t, const Live& l, FinishReason reason);
   bool rank_serving(std::int32_t rank) const;
+  bool prefill_serving(std::size_t instance) const;
   void refresh_health();
 
   // Reads the runtime's lag (runtime thread) and warns once when the host starts falling behind.
@@ -203,8 +221,10 @@ class LiveEngine {
   std::atomic<std::size_t> in_flight_{0};
   std::atomic<std::int64_t> healthy_ranks_{0};
   std::int32_t ranks_ = 0;
+  std::int32_t prefill_instances_ = 0;
   std::mutex health_mu_;
-  std::vector<bool> rank_healthy_;  // guarded by health_mu_: by DP rank, as last polled
+  std::vector<bool> engine_healthy_;  // guarded by health_mu_: by engine (DP ranks, prefill instances), as last polled
+  PdPairs pd_pairs_;                  // runtime thread only
   KvEventSink kv_sink_;                                    // runtime thread only
   std::vector<std::vector<engine::KvEvent>> kv_batches_;  // runtime thread only: by rank, not yet handed on
   bool lagging_ = false;  // runtime thread only: a falling-behind warning was logged and not yet cleared

@@ -144,8 +144,8 @@ std::string LiveMetrics::prometheus_text(const EngineGauges& g, const std::strin
   // A gauge read from the ranks: one sample per engine the gauges cover.
   const auto per_rank = [&](const char* name, const char* type, const char* help, auto value) {
     out.family(name, type, help);
-    for (std::size_t e = 0; e < g.ranks.size() && e < engine_labels.size(); ++e) {
-      if (shown(e)) out.sample(name, engine_labels[e], value(g.ranks[e]));
+    for (std::size_t e = 0; e < g.engines.size() && e < engine_labels.size(); ++e) {
+      if (shown(e)) out.sample(name, engine_labels[e], value(g.engines[e]));
     }
   };
   per_rank("vllm:num_requests_running", "gauge", "Number of requests in model execution batches.",
@@ -157,17 +157,24 @@ std::string LiveMetrics::prometheus_text(const EngineGauges& g, const std::strin
   per_rank("vllm:num_preemptions_total", "counter", "Cumulative number of preemption from the engine.",
            [](const RankGauges& r) { return r.preemptions; });
   out.family("vllm:cache_config_info", "gauge", "Information of the LLMEngine CacheConfig");
-  for (std::size_t e = 0; e < g.ranks.size() && e < engine_labels.size(); ++e) {
+  for (std::size_t e = 0; e < g.engines.size() && e < engine_labels.size(); ++e) {
     if (!shown(e)) continue;
     out.sample("vllm:cache_config_info",
                {{"block_size", std::to_string(shape_.block_tokens)},
                 {"enable_prefix_caching", "True"},
                 {"engine", std::to_string(e)},
-                {"num_gpu_blocks", std::to_string(g.ranks[e].gpu_blocks)}},
+                {"num_gpu_blocks", std::to_string(g.engines[e].gpu_blocks)}},
                1.0);
   }
   per_rank("nvl72emu:engine_healthy", "gauge", "1 while the engine's GPUs are healthy and its group steps it.",
            [](const RankGauges& r) { return static_cast<std::int64_t>(r.healthy ? 1 : 0); });
+  out.family("nvl72emu:prefill_prompts_total", "counter",
+             "Prompts a prefill instance prefilled, for P/D pairs sent to it and for the server's own router.");
+  for (std::size_t e = 0; e < g.engines.size() && e < engine_labels.size(); ++e) {
+    if (shown(e) && g.engines[e].prefill) {
+      out.sample("nvl72emu:prefill_prompts_total", engine_labels[e], g.engines[e].prompts_prefilled);
+    }
+  }
 
   std::lock_guard<std::mutex> lock(mu_);
   const auto counter = [&](const char* name, const char* help, std::uint64_t EngineStats::*field) {
@@ -226,9 +233,9 @@ std::string LiveMetrics::prometheus_text(const EngineGauges& g, const std::strin
   if (only_engine >= 0) return out.text();
   out.family("nvl72emu:router_queue_requests", "gauge", "Requests admitted and not yet routed to an engine.");
   out.sample("nvl72emu:router_queue_requests", model, g.router_queue);
-  out.family("nvl72emu:healthy_engines", "gauge", "Engines serving: GPUs healthy and in their group.");
+  out.family("nvl72emu:healthy_engines", "gauge", "DP ranks serving: GPUs healthy and in their group.");
   out.sample("nvl72emu:healthy_engines", model, g.healthy_ranks);
-  out.family("nvl72emu:engines", "gauge", "Engines (DP ranks of the decoding instances).");
+  out.family("nvl72emu:engines", "gauge", "DP ranks of the decoding instances (the prefill instances' engines are not counted).");
   out.sample("nvl72emu:engines", model, g.total_ranks);
   out.family("nvl72emu:request_failed_unrouted_total", "counter",
              "Requests that failed before the router placed them on an engine.");

@@ -2,8 +2,10 @@
 // What live mode counts, per engine as vLLM counts it, and its Prometheus text under the names of
 // vLLM's V1 engine (vllm/v1/metrics/loggers.py: model_name and engine labels, the same buckets), so
 // that dashboards, autoscalers and routers built for vLLM read it unchanged. An engine is a DP rank of
-// a decoding instance (vLLM's engine index of a DP deployment). Figures of the server itself (requests
-// refused before reaching an engine, faults injected, emulation lag) are `nvl72emu:` metrics.
+// a decoding instance (vLLM's engine index of a DP deployment), numbered from 0, then a prefill
+// instance (numbered after the DP ranks), which counts the prefill halves of P/D pairs sent to it.
+// Figures of the server itself (requests refused before reaching an engine, faults injected,
+// emulation lag) are `nvl72emu:` metrics.
 // Thread-safe: the runtime thread records, HTTP threads render.
 #include <array>
 #include <cstdint>
@@ -14,7 +16,7 @@
 
 namespace nvl::emu::live {
 
-// One DP rank at one moment (vLLM's scheduler stats), read on the runtime thread.
+// One engine at one moment (vLLM's scheduler stats), read on the runtime thread.
 struct RankGauges {
   std::int64_t running = 0;
   std::int64_t waiting = 0;      // queued on the rank, or waiting for their KV from a prefill worker
@@ -22,12 +24,14 @@ struct RankGauges {
   std::uint64_t preemptions = 0;  // since the rank's worker started
   std::int64_t gpu_blocks = 0;
   bool healthy = true;  // its GPUs healthy and its group stepping it
+  bool prefill = false;  // a prefill instance's engine
+  std::uint64_t prompts_prefilled = 0;  // a prefill instance's: prompts it prefilled, for any decode rank
 };
 
 // The rack at one moment.
 struct EngineGauges {
-  std::vector<RankGauges> ranks;  // by DP rank
-  std::int64_t running = 0;       // over every rank
+  std::vector<RankGauges> engines;  // by engine: the DP ranks, then the prefill instances
+  std::int64_t running = 0;       // over every DP rank
   std::int64_t waiting = 0;       // over every rank, and in the router's queue
   std::int64_t router_queue = 0;  // admitted, not yet routed to a rank
   double kv_usage = 0;            // every rank's blocks in use over all their blocks

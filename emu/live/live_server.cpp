@@ -47,10 +47,11 @@ LiveServer::LiveServer(const Scenario& scenario, LiveServerOptions opts)
   try {
     http_ = std::make_unique<HttpServer>(*engine_, opts.http, opts.address, static_cast<std::uint16_t>(opts.http_port),
                                          opts.http_threads);
-    for (std::int32_t r = 0; opts.workers && r < engine_->ranks(); ++r) {
+    opts.http.bootstrap_port = opts.bootstrap_port;
+    for (std::int32_t e = 0; opts.workers && e < engine_->ranks() + engine_->prefill_instances(); ++e) {
       HttpConfig own = opts.http;
-      own.rank = r;
-      const int port = opts.worker_http_port == 0 ? 0 : opts.worker_http_port + r;
+      own.engine = e;
+      const int port = opts.worker_http_port == 0 ? 0 : opts.worker_http_port + e;
       workers_.push_back(std::make_unique<HttpServer>(*engine_, own, opts.address, static_cast<std::uint16_t>(port), 1));
     }
   } catch (...) {

@@ -24,10 +24,14 @@ struct LiveServerOptions {
   int http_threads = 4;
   // serve --workers: every DP rank also gets its own OpenAI-compatible endpoint (its requests served
   // on that rank, its /metrics and /health) at worker_http_port + rank, and publishes its KV events
-  // over ZMQ at kv_events_port + rank (kv_event_publisher.h). 0: any free ports.
+  // over ZMQ at kv_events_port + rank (kv_event_publisher.h); every prefill instance gets one at
+  // worker_http_port + ranks + instance, which serves the prefill halves of P/D pairs a router sends
+  // to it and to a DP rank's endpoint (SGLang's bootstrap fields, naming bootstrap_port + instance).
+  // 0: any free ports.
   bool workers = false;
   int worker_http_port = 8100;
   int kv_events_port = 5557;
+  int bootstrap_port = 8998;
 };
 
 class LiveServer {
@@ -39,10 +43,10 @@ class LiveServer {
   LiveServer& operator=(const LiveServer&) = delete;
 
   std::uint16_t http_port() const { return http_->port(); }
-  // With workers: DP rank `rank`'s HTTP endpoint and KV event port.
-  std::uint16_t worker_http_port(std::int32_t rank) const { return workers_.at(static_cast<std::size_t>(rank))->port(); }
+  // With workers: engine `engine`'s HTTP endpoint (a DP rank's, then the prefill instances'), a DP
+  // rank's KV event port.
+  std::uint16_t worker_http_port(std::int32_t engine) const { return workers_.at(static_cast<std::size_t>(engine))->port(); }
   std::uint16_t kv_events_port(std::int32_t rank) const { return kv_events_->port(rank); }
-  std::int32_t workers() const { return static_cast<std::int32_t>(workers_.size()); }
   int grpc_port() const { return grpc_port_; }
   LiveEngine& engine() { return *engine_; }
   void stop();
@@ -54,7 +58,7 @@ class LiveServer {
   int grpc_port_ = -1;
   std::unique_ptr<HttpServer> http_;
   std::shared_ptr<KvEventPublisher> kv_events_;
-  std::vector<std::unique_ptr<HttpServer>> workers_;  // by DP rank
+  std::vector<std::unique_ptr<HttpServer>> workers_;  // by engine
 };
 
 }  // namespace nvl::emu::live

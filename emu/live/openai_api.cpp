@@ -161,6 +161,24 @@ void refuse_unsupported(const nlohmann::json& j, Endpoint endpoint) {
   if (present(j, "suffix")) refuse("suffix", "insertion is not modelled");
 }
 
+// SGLang's bootstrap fields: all or none (one value each: a batch of prompts is not taken).
+std::optional<CompletionRequest::Bootstrap> bootstrap(const nlohmann::json& j) {
+  if (!present(j, "bootstrap_host") && !present(j, "bootstrap_port") && !present(j, "bootstrap_room")) return std::nullopt;
+  if (!present(j, "bootstrap_host") || !j["bootstrap_host"].is_string()) {
+    throw ApiError::bad_request("'bootstrap_host' must be a string (with bootstrap_port and bootstrap_room)",
+                                "bootstrap_host");
+  }
+  const auto& port = j.contains("bootstrap_port") ? j["bootstrap_port"] : nlohmann::json();
+  if (!port.is_number_integer() || port.get<long long>() < 1 || port.get<long long>() > 65535) {
+    throw ApiError::bad_request("'bootstrap_port' must be a port number (1 to 65535)", "bootstrap_port");
+  }
+  const auto& room = j.contains("bootstrap_room") ? j["bootstrap_room"] : nlohmann::json();
+  if (!room.is_number_unsigned() && !(room.is_number_integer() && room.get<long long>() >= 0)) {
+    throw ApiError::bad_request("'bootstrap_room' must be a non-negative integer", "bootstrap_room");
+  }
+  return CompletionRequest::Bootstrap{port.get<std::int64_t>(), room.get<std::uint64_t>()};
+}
+
 }  // namespace
 
 CompletionRequest parse_completion_request(Endpoint endpoint, std::string_view body, const std::string& served_model) {
@@ -179,6 +197,7 @@ CompletionRequest parse_completion_request(Endpoint endpoint, std::string_view b
   r.prompt_text = endpoint == Endpoint::chat ? chat_prompt(j) : completion_prompt(j);
   r.max_tokens = max_tokens(j, endpoint);
   r.stop = stop_sequences(j);
+  r.bootstrap = bootstrap(j);
   if (present(j, "stream")) {
     if (!j["stream"].is_boolean()) throw ApiError::bad_request("'stream' must be a boolean", "stream");
     r.stream = j["stream"].get<bool>();

@@ -26,6 +26,14 @@ struct CompletionRequest {
   std::vector<std::string> stop;  // generation ends before the first of these in the answer
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
+  // SGLang's P/D fields, added by a router that sends the request to a prefill worker and a decode
+  // worker at once (sgl-router's PD mode): the prefill worker's bootstrap port and the pair's room.
+  // bootstrap_host is checked to be a string and not used: every worker is on this host.
+  struct Bootstrap {
+    std::int64_t port = 0;
+    std::uint64_t room = 0;
+  };
+  std::optional<Bootstrap> bootstrap;
 };
 
 // OpenAI's documented default for /v1/completions; chat has none, so it gets a larger one.

@@ -21,6 +21,9 @@ struct RequestState {
   // Sent straight to this DP rank's own endpoint (-1: to the router's): served and prefilled there,
   // the router's choice bypassed, as a worker serves what a client sends it directly.
   std::int32_t target_rank = -1;
+  // With target_rank: prefilled by this prefill instance, its KV pushed to target_rank (-1: prefilled on
+  // target_rank), the P/D pair a router chose and named to both workers (SGLang's bootstrap room).
+  std::int32_t target_prefill_instance = -1;
   // Keep the KV after the last token until release_held() (a prefill whose KV is still being sent).
   bool hold_kv_after_finish = false;
 

@@ -10,6 +10,7 @@ proto::RequestSpec to_spec(const RequestState& r) {
   s.set_max_output_tokens(static_cast<std::uint32_t>(r.max_output_tokens));
   s.set_arrival_ns(r.arrival.since_start().ns());
   if (r.target_rank >= 0) s.set_target_rank(r.target_rank);
+  if (r.target_prefill_instance >= 0) s.set_target_prefill_instance(r.target_prefill_instance);
   return s;
 }
 
@@ -21,6 +22,7 @@ RequestState from_spec(const proto::RequestSpec& spec) {
   r.max_output_tokens = spec.max_output_tokens();
   r.arrival = rt::Time::zero() + rt::ns(spec.arrival_ns());
   if (spec.has_target_rank()) r.target_rank = spec.target_rank();
+  if (spec.has_target_prefill_instance()) r.target_prefill_instance = spec.target_prefill_instance();
   return r;
 }
 

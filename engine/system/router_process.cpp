@@ -76,13 +76,21 @@ void RouterProcess::route(RequestState request) {
   // The router counted the longest hit anywhere; what this rank gets is its own hit plus a fetch, if
   // one pays. A prompt still long after that goes to the prefill worker after all.
   const LocalPrefill mode = dir_.rank(d->rank).local_prefill;
-  if (direct && mode == LocalPrefill::never) {
-    end_request(control_, dir_, dir_.router, id,
-                "DP rank " + std::to_string(d->rank) + " only decodes (its prompts are prefilled by a prefill instance): "
-                "send the request through the router");
+  const std::int32_t named_prefill = direct ? request.target_prefill_instance : -1;
+  if (named_prefill >= 0 && (named_prefill >= static_cast<std::int32_t>(prefill_down_.size()) ||
+                             prefill_down_[static_cast<std::size_t>(named_prefill)])) {
+    end_request(control_, dir_, dir_.router, id, "prefill instance " + std::to_string(named_prefill) + " is not serving");
     return;
   }
-  PrefillPath path = mode == LocalPrefill::always || direct ? PrefillPath::local : d->path;
+  if (direct && named_prefill < 0 && mode == LocalPrefill::never) {
+    end_request(control_, dir_, dir_.router, id,
+                "DP rank " + std::to_string(d->rank) + " only decodes (its prompts are prefilled by a prefill instance): "
+                "send the request through the router, or name the prefill instance that prefills it");
+    return;
+  }
+  PrefillPath path = named_prefill >= 0                       ? PrefillPath::prefill_worker
+                     : mode == LocalPrefill::always || direct ? PrefillPath::local
+                                                              : d->path;
   if (path == PrefillPath::local) {
     const std::vector<RankMatch> matches = d->matches.empty() ? router_.index().match(request.prompt_hashes) : d->matches;
     const std::int64_t own_blocks = matches[static_cast<std::size_t>(d->rank)].grace_blocks;
@@ -121,7 +129,7 @@ void RouterProcess::route(RequestState request) {
   }
   std::optional<std::size_t> prefill_instance;
   if (path == PrefillPath::prefill_worker) {
-    prefill_instance = choose_prefill();
+    prefill_instance = named_prefill >= 0 ? std::optional<std::size_t>(named_prefill) : choose_prefill();
     if (prefill_instance) {
       prefill_outstanding_[*prefill_instance] += request.prompt_tokens;
       prefill_sent_[id] = {*prefill_instance, request.prompt_tokens};

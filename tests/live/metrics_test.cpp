@@ -41,7 +41,8 @@ TEST(LiveMetrics, EveryEngineReportsUnderVllmNamesAndTheFiguresAddUp) {
   const std::string text = get(port, "/metrics").body;
   const std::vector<PromSample> samples = parse_prometheus(text);
 
-  // Every vLLM sample names the model and its engine; there is one engine per DP rank (live.json: 8).
+  // Every vLLM sample names the model and its engine; there is one engine per DP rank (live.json: 8,
+  // engines 0-7) and one per prefill instance after them (live.json: 1, engine 8).
   std::set<std::string> engines;
   for (const PromSample& s : samples) {
     if (s.name.rfind("vllm:", 0) != 0) continue;
@@ -55,7 +56,7 @@ TEST(LiveMetrics, EveryEngineReportsUnderVllmNamesAndTheFiguresAddUp) {
       EXPECT_EQ(s.value.find_first_of(".e"), std::string::npos) << s.name << " " << s.value;
     }
   }
-  EXPECT_EQ(engines, (std::set<std::string>{"0", "1", "2", "3", "4", "5", "6", "7"}));
+  EXPECT_EQ(engines, (std::set<std::string>{"0", "1", "2", "3", "4", "5", "6", "7", "8"}));
   // Today's names, not the ones vLLM deprecated.
   EXPECT_EQ(text.find("vllm:gpu_cache_usage_perc"), std::string::npos);
   EXPECT_EQ(text.find("vllm:time_per_output_token_seconds"), std::string::npos);
@@ -122,15 +123,18 @@ TEST(LiveMetrics, ACancelledRequestIsAnAbortOnItsEngine) {
   EXPECT_EQ(metric_total(text, "vllm:time_to_first_token_seconds_count"), 1);
 }
 
-// A lost GPU takes its engine out of service, as that engine's figures say.
+// A lost GPU takes its engine out of service, as that engine's figures say. live.json: DP ranks on GPUs
+// 0-7 (engines 0-7), its prefill instance engine 8; the rank counts are over DP ranks only.
 TEST(LiveMetrics, ALostGpuShowsOnItsEngine) {
   auto server = start_server();
   const std::uint16_t port = server->http_port();
   ASSERT_EQ(post_json(port, "/admin/fault", {{"kind", "gpu_lost"}, {"target", 2}}).status, 200);
   const auto healthy = [&] { return metric_total(get(port, "/metrics").body, "nvl72emu:engine_healthy"); };
-  for (int i = 0; i < 100 && healthy() > 7; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  for (int i = 0; i < 100 && healthy() > 8; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
   const std::vector<PromSample> samples = parse_prometheus(get(port, "/metrics").body);
-  EXPECT_EQ(metric_total(samples, "nvl72emu:engine_healthy"), 7);
+  EXPECT_EQ(metric_total(samples, "nvl72emu:engine_healthy", {{"engine", "2"}}), 0);
+  EXPECT_EQ(metric_total(samples, "nvl72emu:engine_healthy", {{"engine", "8"}}), 1);
+  EXPECT_EQ(metric_total(samples, "nvl72emu:engine_healthy"), 8);
   EXPECT_EQ(metric_total(samples, "nvl72emu:healthy_engines"), 7);
   EXPECT_EQ(metric_total(samples, "nvl72emu:engines"), 8);
   EXPECT_EQ(metric_total(samples, "nvl72emu:faults_injected_total"), 1);

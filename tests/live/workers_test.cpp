@@ -15,22 +15,12 @@
 #include <zmq.hpp>
 
 #include "emu/live/prompt_estimate.h"
-#include "tests/live/http_test_client.h"
-#include "tests/live/live_test_server.h"
-#include "tests/live/prometheus_scrape.h"
+#include "tests/live/worker_test_helpers.h"
 
 namespace nvl::live_test {
 namespace workers_test {
 
 using engine::BlockHash;
-
-emu::live::LiveServerOptions worker_options() {
-  emu::live::LiveServerOptions opts;
-  opts.workers = true;
-  opts.worker_http_port = 0;
-  opts.kv_events_port = 0;
-  return opts;
-}
 
 struct KvEventIn {
   std::string type;
@@ -132,12 +122,6 @@ std::set<BlockHash> stored_blocks(KvSubscriber& sub, std::int32_t rank, const st
   return stored;
 }
 
-double engine_figure(std::uint16_t port, const std::string& name, std::int32_t rank,
-                     std::map<std::string, std::string> more = {}) {
-  more["engine"] = std::to_string(rank);
-  return metric_total(get(port, "/metrics").body, name, more);
-}
-
 TEST(Workers, AWorkerServesOnItsRankAndPublishesTheBlocksItHolds) {
   auto server = start_server(worker_options());
   const std::string model = server->engine().model_name();
@@ -166,7 +150,7 @@ TEST(Workers, AWorkerServesOnItsRankAndPublishesTheBlocksItHolds) {
 TEST(Workers, ARouterReadingTheEventsFindsThePrefixWhereTheyPutIt) {
   auto server = start_server(worker_options());
   const std::string model = server->engine().model_name();
-  const std::int32_t ranks = server->workers();
+  const std::int32_t ranks = server->engine().ranks();
   zmq::context_t ctx;
   std::vector<std::unique_ptr<KvSubscriber>> subs;
   for (std::int32_t r = 0; r < ranks; ++r) subs.push_back(std::make_unique<KvSubscriber>(ctx, server->kv_events_port(r)));
@@ -260,7 +244,7 @@ TEST(Workers, ALostGpuTakesItsWorkerOutOfService) {
   std::mutex mu;
   std::map<std::int32_t, std::string> failures;
   auto server = start_server(worker_options());
-  for (std::int32_t r = 0; r < server->workers(); ++r) {
+  for (std::int32_t r = 0; r < server->engine().ranks(); ++r) {
     const auto a = server->engine().submit_text("talk on " + std::to_string(r), 100000,
                                                 [&, r](const emu::live::StreamUpdate& u) {
                                                   if (!u.finished) return;
@@ -274,7 +258,7 @@ TEST(Workers, ALostGpuTakesItsWorkerOutOfService) {
   std::vector<std::int32_t> down;
   for (int attempt = 0; attempt < 100 && down.empty(); ++attempt) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    for (std::int32_t r = 0; r < server->workers(); ++r) {
+    for (std::int32_t r = 0; r < server->engine().ranks(); ++r) {
       if (get(server->worker_http_port(r), "/health").status == 503) down.push_back(r);
     }
   }
