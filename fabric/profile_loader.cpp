@@ -1,8 +1,10 @@
 #include "fabric/profile_loader.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 
+#include "emu/rt/data_dir.h"
 #include "emu/rt/errors.h"
 #include "emu/rt/json_reader.h"
 
@@ -80,7 +82,18 @@ std::string resolve(const std::string& dir, const std::string& name) {
 
 std::string default_profile_dir() {
   if (const char* env = std::getenv("NVL_FABRIC_PROFILE_DIR"); env != nullptr && *env != '\0') return env;
-  return NVL_FABRIC_PROFILE_DIR;
+  return rt::data_dir("fabric/profiles", NVL_FABRIC_PROFILE_DIR).string();
+}
+
+std::vector<std::string> node_profile_names(const std::string& profile_dir) {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(profile_dir.empty() ? default_profile_dir() : profile_dir, ec)) {
+    if (e.path().extension() != ".json") continue;
+    if (JsonReader::parse_file(e.path()).contains("trays")) names.push_back(e.path().stem().string());
+  }
+  std::sort(names.begin(), names.end());
+  return names;
 }
 
 NodeProfile load_node_profile(const std::string& file) {

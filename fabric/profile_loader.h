@@ -2,13 +2,19 @@
 // Loads node/rack profiles, scale-out network profiles and cluster descriptions from JSON. Every problem
 // (unknown or missing key, wrong type, negative number) is an rt::InputError naming file and key path.
 #include <string>
+#include <vector>
 
 #include "fabric/profile.h"
 
 namespace nvl::fabric {
 
-// fabric/profiles in the source tree (set at build time; NVL_FABRIC_PROFILE_DIR overrides it).
+// $NVL_FABRIC_PROFILE_DIR when set, else an installed binary's share/nvl72emu/fabric/profiles, else
+// fabric/profiles in the source tree (set at build time; rt::data_dir).
 std::string default_profile_dir();
+
+// The node profiles in profile_dir (default_profile_dir() when empty), by name, sorted: the files that
+// describe trays (scale-out profiles and clusters are left out).
+std::vector<std::string> node_profile_names(const std::string& profile_dir = "");
 
 NodeProfile load_node_profile(const std::string& file);
 ScaleOutProfile load_scaleout_profile(const std::string& file);

@@ -4,15 +4,15 @@
 #include <string>
 #include <vector>
 
+#include "emu/rt/data_dir.h"
 #include "emu/rt/errors.h"
 
 namespace nvl::fakegpu {
 
-std::filesystem::path default_profile_dir() { return NVL_FAKEGPU_PROFILE_DIR; }
+std::filesystem::path default_profile_dir() { return rt::data_dir("fakegpu/profiles", NVL_FAKEGPU_PROFILE_DIR); }
 
-namespace {
 // Device profiles are the files that are neither an efficiency table nor a host.
-std::string device_names(const std::filesystem::path& dir) {
+std::string device_profile_names(const std::filesystem::path& dir) {
   std::vector<std::string> names;
   std::error_code ec;
   for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
@@ -27,13 +27,12 @@ std::string device_names(const std::filesystem::path& dir) {
   for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
   return out.empty() ? "none" : out;
 }
-}  // namespace
 
 DeviceProfile load_device_profile_named(std::string_view name, const std::filesystem::path& dir) {
   const auto file = dir / (std::string(name) + ".json");
   if (!std::filesystem::exists(file)) {
     throw rt::InputError(dir.string(), std::string(name),
-                         "no such device profile (expected one of: " + device_names(dir) + ")");
+                         "no such device profile (expected one of: " + device_profile_names(dir) + ")");
   }
   return load_device_profile(file);
 }

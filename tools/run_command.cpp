@@ -18,6 +18,7 @@
 #include "emu/scenario/runner.h"
 #include "emu/scenario/scenario.h"
 #include "tools/commands.h"
+#include "tools/output_folder.h"
 
 namespace nvl::tools {
 
@@ -47,6 +48,7 @@ int run(const RunOptions& opts) {
   emu::RunControls controls;
   controls.check_determinism = opts.check_determinism;
   // Opened before the run, so a bad path fails at once rather than after a long run.
+  if (!opts.out_dir.empty()) prepare_output_folder(opts.out_dir, "--out");
   std::ofstream event_log;
   if (!opts.event_log.empty()) {
     event_log.open(opts.event_log);
@@ -58,8 +60,6 @@ int run(const RunOptions& opts) {
   emu::print_summary(std::cout, report);
   if (!opts.out_dir.empty()) {
     const std::filesystem::path dir(opts.out_dir);
-    std::error_code ec;
-    std::filesystem::create_directories(dir, ec);
     write_file(dir / "report.json", [&](std::ostream& f) { f << emu::to_json(report).dump(2) << '\n'; });
     if (report.trace) write_file(dir / "trace.json", [&](std::ostream& f) { report.trace->write(f); });
     if (scenario.outputs.html) {

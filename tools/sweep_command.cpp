@@ -15,6 +15,7 @@
 #include "emu/sweep/sweep_table.h"
 #include "tools/child_runs.h"
 #include "tools/commands.h"
+#include "tools/output_folder.h"
 
 namespace nvl::tools {
 
@@ -56,9 +57,8 @@ int sweep(const SweepOptions& opts) {
   }
 
   const fs::path out_dir(opts.out_dir);
+  prepare_output_folder(out_dir, "--out");
   std::error_code ec;
-  fs::create_directories(out_dir, ec);
-  if (ec) throw rt::InputError(opts.out_dir, "--out", "cannot create the folder: " + ec.message());
   const fs::path exe = self_executable();
   const unsigned jobs = opts.jobs > 0 ? opts.jobs : std::max(1U, std::thread::hardware_concurrency());
 

@@ -26,7 +26,7 @@ void compare(const Map& before, const Map& after, const std::set<std::string>& l
 }  // namespace
 
 CheckResult ResourceBaselineChecker::finish(const RunEnd& end) {
-  if (!end.quiescent) return {true, "skipped: the run stopped at its time limit with work in flight"};
+  if (!end.quiescent) return CheckResult::skip("the run stopped at its time limit with work in flight");
   Violations v;
   compare(end.baseline.kv_used_blocks, end.final.kv_used_blocks, end.final.lost, "KV blocks in use", v);
   compare(end.baseline.memory_used_bytes, end.final.memory_used_bytes, end.final.lost, "bytes allocated", v);

@@ -178,21 +178,13 @@ class TargetReader {
   fabric::Topology topo_;
 };
 
-// A fault's times and durations: at most a year, so that every sum of them stays a valid Duration.
-constexpr double kMaxFaultSeconds = 365.0 * 24 * 3600;
 constexpr std::int64_t kMaxFlapCycles = 1'000'000;
-
-double seconds(rt::JsonReader& r, std::string_view key, rt::NumberRule rule) {
-  const double v = r.number(key, rule);
-  if (v > kMaxFaultSeconds) r.fail(key, "at most a year (" + std::to_string(kMaxFaultSeconds) + " s), got " + std::to_string(v));
-  return v;
-}
 
 // The kind's own parameters; keys another kind uses are left unread, so finish() names them.
 FaultParams read_params(rt::JsonReader& r, FaultKind kind, std::int64_t nvlink_ports) {
   FaultParams p;
   const auto duration = [&](bool required) {
-    if (required || r.has("duration_s")) p.duration_s = seconds(r, "duration_s", rt::NumberRule::positive);
+    if (required || r.has("duration_s")) p.duration_s = r.seconds("duration_s", rt::NumberRule::positive);
   };
   const auto share = [&](std::string_view key) {
     p.factor = r.number(key, rt::NumberRule::fraction);
@@ -218,10 +210,10 @@ FaultParams read_params(rt::JsonReader& r, FaultKind kind, std::int64_t nvlink_p
       duration(false);
       break;
     case FaultKind::link_flap:
-      if (r.has("down_s")) p.down_s = seconds(r, "down_s", rt::NumberRule::positive);
-      if (r.has("up_s")) p.up_s = seconds(r, "up_s", rt::NumberRule::non_negative);
+      if (r.has("down_s")) p.down_s = r.seconds("down_s", rt::NumberRule::positive);
+      if (r.has("up_s")) p.up_s = r.seconds("up_s", rt::NumberRule::non_negative);
       if (r.has("cycles")) p.cycles = r.integer("cycles", 1, kMaxFlapCycles);
-      if ((p.down_s + p.up_s) * static_cast<double>(p.cycles) > kMaxFaultSeconds) {
+      if ((p.down_s + p.up_s) * static_cast<double>(p.cycles) > rt::kMaxSeconds) {
         r.fail("cycles", "the flapping must end within a year: (down_s + up_s) x cycles is too long");
       }
       break;
@@ -282,9 +274,9 @@ FaultPlan read_fault_plan(const nlohmann::json& faults, const std::string& file,
           f.targets.push_back(targets.read(list[j], kind, where + ".targets[" + std::to_string(j) + "]"));
         }
       }
-      if (r.has("start_s")) f.start_s = seconds(r, "start_s", rt::NumberRule::non_negative);
+      if (r.has("start_s")) f.start_s = r.seconds("start_s", rt::NumberRule::non_negative);
       if (r.has("end_s")) {
-        f.end_s = seconds(r, "end_s", rt::NumberRule::positive);
+        f.end_s = r.seconds("end_s", rt::NumberRule::positive);
         if (*f.end_s <= f.start_s) r.fail("end_s", "must be after start_s");
       }
       f.params = read_params(r, kind, nvlink_ports);
@@ -295,7 +287,7 @@ FaultPlan read_fault_plan(const nlohmann::json& faults, const std::string& file,
     ScheduledFault f;
     f.kind = kind;
     if (!r.has("at_s")) r.fail("at_s", "a fault needs a time (at_s) or a rate (rate_per_hour)");
-    f.at_s = seconds(r, "at_s", rt::NumberRule::non_negative);
+    f.at_s = r.seconds("at_s", rt::NumberRule::non_negative);
     if (needs_target) {
       if (!target) throw rt::InputError(file, where + ".target", "missing: " + kind_name + " needs a target");
       f.target = targets.read(*target, kind, where + ".target");

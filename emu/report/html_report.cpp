@@ -1,11 +1,13 @@
 #include "emu/report/html_report.h"
 
+#include <limits>
 #include <ostream>
 
 #include <nlohmann/json.hpp>
 
 #include "emu/report/html_escape.h"
 #include "emu/report/html_fault_section.h"
+#include "emu/report/html_headline.h"
 #include "emu/report/svg_chart.h"
 
 namespace nvl::emu {
@@ -29,9 +31,10 @@ ChartSeries over_time(const std::string& name, const Timeline& t, const std::vec
   return s;
 }
 
-// Per-interval hit rate of a tier: hit tokens over lookup tokens.
+// Per-interval hit rate of a tier: hit tokens over lookup tokens; NaN (a gap in the chart, not 0%) in
+// intervals without lookups.
 std::vector<double> hit_rate(const Timeline& t, const std::vector<double>& hits) {
-  std::vector<double> out(hits.size(), 0.0);
+  std::vector<double> out(hits.size(), std::numeric_limits<double>::quiet_NaN());
   for (std::size_t i = 0; i < hits.size() && i < t.kv_lookup_tokens.size(); ++i) {
     if (t.kv_lookup_tokens[i] > 0) out[i] = kPercent * hits[i] / t.kv_lookup_tokens[i];
   }
@@ -46,15 +49,16 @@ void write_html_report(std::ostream& out, const RunReport& r) {
   out << "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>nvl72emu: " << html_escape(r.scenario)
       << "</title>\n<style>body{font-family:sans-serif;margin:20px;max-width:1500px}"
          "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:3px 8px;text-align:left}"
-         ".fail{color:#b00;font-weight:bold}.pass{color:#070}svg{margin:6px;border:1px solid #eee}</style>"
+         ".fail{color:#b00;font-weight:bold}.pass{color:#070}.skipped{color:#a60}svg{margin:6px;border:1px solid #eee}"
+         "table.headline td:first-child{font-weight:bold}table.headline{margin-bottom:10px}</style>"
          "</head><body>\n";
   out << "<h1>" << html_escape(r.scenario) << "</h1>\n<p>seed " << r.seed << ", event-log hash <code>" << r.event_log_hash
       << "</code>, " << r.sim_time_s << " s simulated (" << r.stop_reason << ") in " << r.wall_time_s
       << " s wall: " << r.speedup() << "x, " << r.gpu_seconds_per_wall_second() << " GPU-s per wall-s</p>\n";
-  out << "<h2>Figures</h2><pre>" << html_escape(to_json(r).dump(2)) << "</pre>\n" ;
+  out << headline_html(r);
   out << "<h2>Checks</h2><table><tr><th>check</th><th>result</th><th>detail</th></tr>\n";
   for (const auto& c : r.checks) {
-    out << "<tr><td>" << html_escape(c.name) << "</td><td class=\"" << (c.result.pass ? "pass\">pass" : "fail\">FAIL")
+    out << "<tr><td>" << html_escape(c.name) << "</td><td class=\"" << (c.result.skipped ? "skipped" : c.result.pass ? "pass" : "fail") << "\">" << c.result.status()
         << "</td><td>" << html_escape(c.result.detail) << "</td></tr>\n";
   }
   out << "</table>\n<h2>Faults</h2>\n" << fault_section_html(r.faults);
@@ -62,13 +66,16 @@ void write_html_report(std::ostream& out, const RunReport& r) {
   out << SvgChart::lines({cdf("TTFT", r.ttft)}, {"TTFT CDF", "ms (log scale)", "share of requests", 1.0, true});
   out << SvgChart::lines({cdf("TPOT", r.tpot)}, {"TPOT CDF", "ms (log scale)", "share of requests", 1.0, true});
   out << "<h2>Load over time</h2>\n";
-  out << SvgChart::lines({over_time("input", t, t.input_tokens_per_s), over_time("output", t, t.output_tokens_per_s)},
-                         {"Throughput", "simulated s", "tokens/s", std::nullopt, false, faults, "fault hit"});
+  // Input and output differ by 100x and more: each gets its own axis.
+  out << SvgChart::lines({over_time("input", t, t.input_tokens_per_s)},
+                         {"Throughput: input", "simulated s", "prompt tokens/s", std::nullopt, false, faults, "fault hit"});
+  out << SvgChart::lines({over_time("output", t, t.output_tokens_per_s)},
+                         {"Throughput: output", "simulated s", "output tokens/s", std::nullopt, false, faults, "fault hit"});
   out << SvgChart::lines({over_time("waiting", t, t.waiting), over_time("running", t, t.running)},
                          {"Requests queued and running", "simulated s", "requests", std::nullopt, false, faults, "fault hit"});
   out << "<h2>GPU utilisation</h2>\n";
   out << SvgChart::heatmap(t.gpu_names, t.gpu_busy, t.t_s.empty() ? 0 : t.t_s.back(),
-                           {"Compute busy share per GPU", "simulated s", "GPU", std::nullopt, false});
+                           {"Compute busy share per GPU", "simulated s", "GPU (pool, DP rank or instance)", std::nullopt, false});
   out << "<h2>Links</h2>\n";
   std::vector<ChartSeries> mean, peak;
   for (const auto& [cls, v] : t.link_mean) mean.push_back(over_time(cls, t, v, kPercent));
@@ -81,7 +88,9 @@ void write_html_report(std::ostream& out, const RunReport& r) {
   for (const auto& [tier, v] : t.kv_hit_tokens) hits.push_back(over_time(tier, t, hit_rate(t, v)));
   out << SvgChart::lines(hits, {"KV hit rate by tier (share of prompt tokens admitted)", "simulated s", "%",
                                 std::nullopt, false, faults, "fault hit"});
-  out << "</body></html>\n";
+  // Every figure, for reading beside the plots; report.json holds the same.
+  out << "<details><summary>All figures (report.json)</summary><pre>" << html_escape(to_json(r).dump(2))
+      << "</pre></details>\n</body></html>\n";
 }
 
 }  // namespace nvl::emu

@@ -5,6 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "emu/report/timeline_json.h"
+
 namespace nvl::emu {
 
 namespace {
@@ -74,12 +76,12 @@ nlohmann::json to_json(const RunReport& r) {
                   {"measured_gpu_s", r.measured_kernel_gpu_s},
                   {"measured_share", r.measured_kernel_share()}};
   nlohmann::json checks = nlohmann::json::object();
-  for (const auto& c : r.checks) checks[c.name] = {{"pass", c.result.pass}, {"detail", c.result.detail}};
+  for (const auto& c : r.checks) checks[c.name] = {{"status", c.result.status()}, {"pass", c.result.pass}, {"detail", c.result.detail}};
   j["checks"] = checks;
   j["faults"] = r.faults;
   j["pools"] = r.pools;
   j["benchmark"] = to_json(r.benchmark);
-  j["timeline"] = {{"interval_s", r.timeline.interval_s}, {"samples", r.timeline.samples()}};
+  j["timeline"] = to_json(r.timeline);
   if (r.trace) {
     const TraceSummary s = r.trace->summary();
     // Observing stops at the window's end: what the window left out is reported as simulated time.
@@ -134,10 +136,11 @@ void print_summary(std::ostream& os, const RunReport& r) {
   os << "links (mean / peak utilisation):";
   for (const auto& [cls, u] : r.links) os << ' ' << cls << ' ' << kPercent * u.mean << "% / " << kPercent * u.peak << '%';
   os << "\nchecks:";
-  for (const auto& c : r.checks) os << ' ' << c.name << '=' << (c.result.pass ? "pass" : "FAIL");
+  for (const auto& c : r.checks) os << ' ' << c.name << '=' << c.result.status();
   os << '\n';
   for (const auto& c : r.checks) {
     if (!c.result.pass) os << "  FAILED " << c.name << ": " << c.result.detail << '\n';
+    if (c.result.skipped) os << "  skipped " << c.name << ": " << c.result.detail << '\n';
   }
 }
 

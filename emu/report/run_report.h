@@ -18,7 +18,7 @@
 
 namespace nvl::emu {
 
-inline constexpr int kReportSchemaVersion = 2;
+inline constexpr int kReportSchemaVersion = 3;
 
 struct LatencySummaryMs {
   std::uint64_t count = 0;

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "emu/report/html_escape.h"
+#include "emu/report/si_figure.h"
 
 namespace nvl::emu {
 
@@ -21,15 +22,14 @@ constexpr std::array<const char*, 8> kColours = {"#1f77b4", "#d62728", "#2ca02c"
                                                  "#9467bd", "#8c564b", "#e377c2", "#17becf"};
 constexpr const char* kMarkerColour = "#b00";
 
-std::string fmt(double v) {
-  std::ostringstream os;
-  const double a = std::abs(v);
-  if (a != 0 && (a >= 1e6 || a < 1e-2)) {
-    os << std::setprecision(2) << std::scientific << v;
-  } else {
-    os << std::setprecision(a >= 100 ? 0 : 2) << std::fixed << v;
+// The tick step for a span: 1, 2 or 5 times a power of ten, giving at most kTicks intervals.
+double nice_step(double span) {
+  const double raw = span / kTicks;
+  const double magnitude = std::pow(10.0, std::floor(std::log10(raw)));
+  for (double m : {1.0, 2.0, 5.0}) {
+    if (m * magnitude >= raw * (1 - 1e-9)) return m * magnitude;
   }
-  return os.str();
+  return 10 * magnitude;
 }
 
 void open_svg(std::ostringstream& os, const ChartOptions& opts) {
@@ -46,14 +46,18 @@ void open_svg(std::ostringstream& os, const ChartOptions& opts) {
      << "\" fill=\"none\" stroke=\"#888\"/>\n";
 }
 
-void y_ticks(std::ostringstream& os, double y_max) {
-  for (int i = 0; i <= kTicks; ++i) {
-    const double v = y_max * i / kTicks;
-    const double y = kTop + kPlotH - kPlotH * i / kTicks;
+// Grid lines and labels at round values of [0, y_max].
+void y_ticks(std::ostringstream& os, double y_max, double step) {
+  for (double v = 0; v <= y_max * (1 + 1e-9); v += step) {
+    const double y = kTop + kPlotH - kPlotH * v / y_max;
     os << "<line x1=\"" << kLeft - 4 << "\" x2=\"" << kLeft + kPlotW << "\" y1=\"" << y << "\" y2=\"" << y
-       << "\" stroke=\"#eee\"/><text x=\"" << kLeft - 6 << "\" y=\"" << y + 4 << "\" text-anchor=\"end\">" << fmt(v)
+       << "\" stroke=\"#eee\"/><text x=\"" << kLeft - 6 << "\" y=\"" << y + 4 << "\" text-anchor=\"end\">" << si_figure(v)
        << "</text>\n";
   }
+}
+
+void x_tick(std::ostringstream& os, double x, double v) {
+  os << "<text x=\"" << x << "\" y=\"" << kTop + kPlotH + 14 << "\" text-anchor=\"middle\">" << si_figure(v) << "</text>\n";
 }
 
 }  // namespace
@@ -66,9 +70,10 @@ std::string SvgChart::lines(const std::vector<ChartSeries>& series, const ChartO
   for (const auto& s : series) {
     for (std::size_t i = 0; i < s.x.size() && i < s.y.size(); ++i) {
       if (opts.log_x && s.x[i] <= 0) continue;
-      any = true;
       x_min = std::min(x_min, s.x[i]);
       x_max = std::max(x_max, s.x[i]);
+      if (std::isnan(s.y[i])) continue;
+      any = true;
       y_max = std::max(y_max, s.y[i]);
     }
   }
@@ -79,18 +84,24 @@ std::string SvgChart::lines(const std::vector<ChartSeries>& series, const ChartO
   }
   if (opts.y_max) y_max = *opts.y_max;
   if (y_max <= 0) y_max = 1;
+  const double y_step = nice_step(y_max);
+  if (!opts.y_max) y_max = y_step * std::ceil(y_max / y_step * (1 - 1e-9));  // the top at a round value
   if (x_max <= x_min) x_max = x_min + 1;
   const auto px = [&](double x) {
     if (opts.log_x) return kLeft + kPlotW * (std::log10(x) - std::log10(x_min)) / (std::log10(x_max) - std::log10(x_min));
     return kLeft + kPlotW * (x - x_min) / (x_max - x_min);
   };
   const auto py = [&](double y) { return kTop + kPlotH - kPlotH * std::clamp(y / y_max, 0.0, 1.0); };
-  y_ticks(os, y_max);
-  for (int i = 0; i <= kTicks; ++i) {
-    const double v = opts.log_x ? std::pow(10.0, std::log10(x_min) + (std::log10(x_max) - std::log10(x_min)) * i / kTicks)
-                                : x_min + (x_max - x_min) * i / kTicks;
-    os << "<text x=\"" << px(v) << "\" y=\"" << kTop + kPlotH + 14 << "\" text-anchor=\"middle\">" << fmt(v)
-       << "</text>\n";
+  y_ticks(os, y_max, y_step);
+  if (opts.log_x) {  // 1, 2 and 5 times each power of ten in range
+    for (double decade = std::pow(10.0, std::floor(std::log10(x_min))); decade <= x_max; decade *= 10) {
+      for (double m : {1.0, 2.0, 5.0}) {
+        if (m * decade >= x_min * (1 - 1e-9) && m * decade <= x_max * (1 + 1e-9)) x_tick(os, px(m * decade), m * decade);
+      }
+    }
+  } else {
+    const double step = nice_step(x_max - x_min);
+    for (double v = std::ceil(x_min / step) * step; v <= x_max * (1 + 1e-9); v += step) x_tick(os, px(v), v);
   }
   bool marked = false;
   for (const ChartMarker& m : opts.markers) {
@@ -108,12 +119,20 @@ std::string SvgChart::lines(const std::vector<ChartSeries>& series, const ChartO
     const std::size_t n = std::min(s.x.size(), s.y.size());
     const std::size_t stride = std::max<std::size_t>(1, (n + kMaxPoints - 1) / kMaxPoints);
     const char* colour = kColours[k % kColours.size()];
-    os << "<polyline fill=\"none\" stroke=\"" << colour << "\" stroke-width=\"1.5\" points=\"";
+    // A NaN value is a gap (an interval with nothing to show): the line stops there and starts again after.
+    bool open = false;
     for (std::size_t i = 0; i < n; i += stride) {
       if (opts.log_x && s.x[i] <= 0) continue;
+      if (std::isnan(s.y[i])) {
+        if (open) os << "\"/>\n";
+        open = false;
+        continue;
+      }
+      if (!open) os << "<polyline fill=\"none\" stroke=\"" << colour << "\" stroke-width=\"1.5\" points=\"";
+      open = true;
       os << px(s.x[i]) << ',' << py(s.y[i]) << ' ';
     }
-    os << "\"/>\n";
+    if (open) os << "\"/>\n";
     const double ly = kTop + 10 + 16 * static_cast<double>(k);
     os << "<line x1=\"" << kLeft + kPlotW + 10 << "\" x2=\"" << kLeft + kPlotW + 28 << "\" y1=\"" << ly << "\" y2=\""
        << ly << "\" stroke=\"" << colour << "\" stroke-width=\"2\"/><text x=\"" << kLeft + kPlotW + 32 << "\" y=\""
@@ -164,11 +183,20 @@ std::string SvgChart::heatmap(const std::vector<std::string>& rows, const std::v
     os << "<text x=\"" << kLeft - 6 << "\" y=\"" << kTop + cell_h * (static_cast<double>(r) + 0.5) + 4
        << "\" text-anchor=\"end\">" << html_escape(rows[r]) << "</text>\n";
   }
-  for (int i = 0; i <= kTicks; ++i) {
-    os << "<text x=\"" << kLeft + kPlotW * i / kTicks << "\" y=\"" << kTop + kPlotH + 14 << "\" text-anchor=\"middle\">"
-       << fmt(x_end * i / kTicks) << "</text>\n";
+  if (x_end > 0) {
+    const double step = nice_step(x_end);
+    for (double v = 0; v <= x_end * (1 + 1e-9); v += step) x_tick(os, kLeft + kPlotW * v / x_end, v);
   }
-  os << "<text x=\"" << kLeft + kPlotW + 10 << "\" y=\"" << kTop + 12 << "\">white 0%, blue 100%</text>\n</svg>\n";
+  // The colour bar: 0% at the bottom, 100% at the top, as the cells are shaded.
+  const double bar_x = kLeft + kPlotW + 14, bar_w = 14;
+  os << "<defs><linearGradient id=\"heat\" x1=\"0\" y1=\"1\" x2=\"0\" y2=\"0\"><stop offset=\"0\" stop-color=\"rgb(255,255,255)\"/>"
+        "<stop offset=\"1\" stop-color=\"rgb(0,0,255)\"/></linearGradient></defs>"
+     << "<rect class=\"colour-bar\" x=\"" << bar_x << "\" y=\"" << kTop << "\" width=\"" << bar_w << "\" height=\"" << kPlotH
+     << "\" fill=\"url(#heat)\" stroke=\"#888\"/>\n";
+  for (int pct : {0, 25, 50, 75, 100}) {
+    os << "<text x=\"" << bar_x + bar_w + 4 << "\" y=\"" << kTop + kPlotH - kPlotH * pct / 100.0 + 4 << "\">" << pct << "%</text>\n";
+  }
+  os << "</svg>\n";
   return os.str();
 }
 

@@ -2,7 +2,9 @@
 
 #include <cmath>
 #include <fstream>
+#include <set>
 #include <sstream>
+#include <vector>
 
 #include "emu/rt/errors.h"
 
@@ -37,6 +39,64 @@ std::string found(const nlohmann::json& v) {
   return std::string(", found ") + v.type_name() + " " + v.dump();
 }
 
+// Refuses a key given twice in one object: JSON parsers keep only one of them (nlohmann the last), so
+// the first would be dropped without a word. Tracks where the parser is, to name the key's path.
+class DuplicateKeyGuard {
+ public:
+  explicit DuplicateKeyGuard(std::string file) : file_(std::move(file)) {}
+
+  bool operator()(int /*depth*/, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+    using Event = nlohmann::json::parse_event_t;
+    switch (event) {
+      case Event::object_start: frames_.emplace_back(true); break;
+      case Event::array_start: frames_.emplace_back(false); break;
+      case Event::key: {
+        Frame& f = frames_.back();
+        f.key = parsed.get<std::string>();
+        if (!f.keys.insert(f.key).second) {
+          throw InputError(file_, path(), "duplicate key (only one of them would be read)");
+        }
+        break;
+      }
+      case Event::object_end:
+      case Event::array_end:
+        frames_.pop_back();
+        element_done();
+        break;
+      case Event::value: element_done(); break;
+    }
+    return true;
+  }
+
+ private:
+  struct Frame {
+    explicit Frame(bool is_object) : object(is_object) {}
+    bool object;
+    std::set<std::string> keys;
+    std::string key;         // the object's current key
+    std::size_t element = 0;  // the array's current element
+  };
+
+  void element_done() {
+    if (!frames_.empty() && !frames_.back().object) ++frames_.back().element;
+  }
+
+  std::string path() const {
+    std::string p;
+    for (const Frame& f : frames_) {
+      if (f.object) {
+        p += (p.empty() ? "" : ".") + f.key;
+      } else {
+        p += "[" + std::to_string(f.element) + "]";
+      }
+    }
+    return p;
+  }
+
+  std::string file_;
+  std::vector<Frame> frames_;
+};
+
 }  // namespace
 
 JsonReader::JsonReader(const nlohmann::json& object, std::string file, std::string path)
@@ -51,7 +111,7 @@ nlohmann::json JsonReader::parse_file(const std::filesystem::path& file) {
   text << in.rdbuf();
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(text.str());
+    j = nlohmann::json::parse(text.str(), DuplicateKeyGuard(file.string()));
   } catch (const nlohmann::json::exception& e) {  // a syntax error, or a number too large for a double (406)
     throw InputError(file.string(), "", std::string("not valid JSON: ") + e.what());
   }
@@ -105,6 +165,12 @@ double JsonReader::number(std::string_view key, NumberRule rule) {
   if (!v.is_number()) fail(key, expectation(rule) + found(v));
   const double x = v.get<double>();
   if (!std::isfinite(x) || !obeys(x, rule)) fail(key, expectation(rule) + found(v));
+  return x;
+}
+
+double JsonReader::seconds(std::string_view key, NumberRule rule) {
+  const double x = number(key, rule);
+  if (x > kMaxSeconds) fail(key, "at most a year (31536000 s), found " + get(key).dump());
   return x;
 }
 

@@ -24,6 +24,10 @@ enum class NumberRule {
   positive_whole,  // a whole number >= 1
 };
 
+// The longest time or duration an input may give: a year, so that every sum of them stays a valid
+// rt::Duration (int64 nanoseconds reach 292 years).
+inline constexpr double kMaxSeconds = 365.0 * 24 * 3600;
+
 class JsonReader {
  public:
   // `path` is where `object` is in the file: a key path ("requests[3]", "" at the top) or a line
@@ -38,6 +42,8 @@ class JsonReader {
   // An integer in [min, max].
   std::int64_t integer(std::string_view key, std::int64_t min = 0, std::int64_t max = INT64_MAX);
   double number(std::string_view key, NumberRule rule = NumberRule::non_negative);
+  // A time or duration in seconds: a number as `rule` says, at most kMaxSeconds.
+  double seconds(std::string_view key, NumberRule rule = NumberRule::non_negative);
   // A sourced number {"value": x, "source": "..."}.
   double sourced(std::string_view key, NumberRule rule = NumberRule::non_negative);
   // A sourced duration given in nanoseconds.

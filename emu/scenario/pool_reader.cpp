@@ -11,6 +11,8 @@ namespace nvl::emu {
 
 namespace {
 
+constexpr std::int64_t kMaxMtpDraftTokens = 16;
+
 constexpr std::array<std::string_view, 4> kRoles = {"decode", "prefill", "mixed", "aggregated"};
 constexpr std::array<std::string_view, 3> kWeights = {"bf16", "fp8", "nvfp4"};
 constexpr std::int64_t kMaxParallel = 1 << 16;  // far above any rack, far from overflow when multiplied
@@ -79,7 +81,9 @@ ScenarioPool read_pool(rt::JsonReader p) {
   if (p.has("token_budget")) pool.token_budget = p.integer("token_budget", 1);
   if (p.has("max_running")) pool.max_running = p.integer("max_running", 1);
   pool.chunk_tokens = p.has("chunk_tokens") ? p.integer("chunk_tokens", 1) : (prefill ? pool.token_budget : pool.chunk_tokens);
-  if (p.has("mtp_draft_tokens")) pool.mtp_draft_tokens = p.integer("mtp_draft_tokens");
+  // At most 16 drafts: each needs the one before it accepted, so at acceptance 0.8 the 16th is kept 3% of
+  // the time (0.8^16) while every draft costs a verify token; SGLang's MTP configurations use 1-4.
+  if (p.has("mtp_draft_tokens")) pool.mtp_draft_tokens = p.integer("mtp_draft_tokens", 0, kMaxMtpDraftTokens);
   if (p.has("mixed_batches")) {
     if (prefill) p.fail("mixed_batches", "a prefill pool never decodes, so it has no decodes to mix: leave it out");
     pool.mixed_batches = p.boolean("mixed_batches");

@@ -254,7 +254,7 @@ RunReport run_once(const Scenario& sc, const RunControls& controls, std::vector<
       });
   engine::PdSystem& system = deployment.system();
   FaultInjector faults(rt, sc.faults, rt::Time::zero() + rt::from_seconds(sc.run.max_sim_seconds), deployment.cluster(), system);
-  sampler = std::make_unique<TimelineSampler>(rt, deployment, sc.outputs.timeline_interval_s);
+  sampler = std::make_unique<TimelineSampler>(rt, deployment, sc.deployment, sc.outputs.timeline_interval_s);
   if (sc.workload.concurrency > 0) {
     const std::int64_t warmup = sc.workload.warmup_requests;
     const std::int64_t measured = sc.workload.requests > 0

@@ -55,11 +55,11 @@ std::int64_t opt_int(rt::JsonReader& r, std::string_view key, std::int64_t fallb
 void read_outputs(rt::JsonReader o, ScenarioOutputs& out) {
   if (o.has("trace")) out.trace = o.boolean("trace");
   if (o.has("trace_start_s")) out.trace_start_s = o.number("trace_start_s");
-  if (o.has("trace_window_s")) out.trace_window_s = o.number("trace_window_s", rt::NumberRule::positive);
+  if (o.has("trace_window_s")) out.trace_window_s = o.seconds("trace_window_s", rt::NumberRule::positive);
   out.trace_max_events = opt_int(o, "trace_max_events", out.trace_max_events, 1);
   if (o.has("html")) out.html = o.boolean("html");
   if (o.has("timeline_interval_s")) {
-    out.timeline_interval_s = o.number("timeline_interval_s", rt::NumberRule::positive);
+    out.timeline_interval_s = o.seconds("timeline_interval_s", rt::NumberRule::positive);
     if (out.timeline_interval_s < kMinTimelineIntervalS) {
       o.fail("timeline_interval_s", "must be at least " + std::to_string(kMinTimelineIntervalS) + " s");
     }
@@ -126,7 +126,7 @@ void read_router(rt::JsonReader r, ScenarioRouter& out) {
     out.weight_free_kv_per_1k_blocks = r.number("weight_free_kv_per_1k_blocks", rt::NumberRule::non_negative);
   }
   if (r.has("load_report_interval_s")) {
-    out.load_report_interval_s = r.number("load_report_interval_s", rt::NumberRule::positive);
+    out.load_report_interval_s = r.seconds("load_report_interval_s", rt::NumberRule::positive);
     if (out.load_report_interval_s < 1e-6) r.fail("load_report_interval_s", "expected at least 1e-6 s");
   }
   r.finish();
@@ -212,6 +212,16 @@ Scenario load_scenario(const std::filesystem::path& path, const std::vector<std:
     rt::JsonReader c = top.object("cluster");
     s.cluster.gpu_profile = opt_string(c, "gpu_profile", s.cluster.gpu_profile);
     s.cluster.fabric_profile = opt_string(c, "fabric_profile", s.cluster.fabric_profile);
+    if (!std::filesystem::exists(fakegpu::default_profile_dir() / (s.cluster.gpu_profile + ".json"))) {
+      c.fail("gpu_profile", "no device profile '" + s.cluster.gpu_profile +
+                                "' (expected one of: " + fakegpu::device_profile_names() + ")");
+    }
+    if (const auto nodes = fabric::node_profile_names();
+        std::find(nodes.begin(), nodes.end(), s.cluster.fabric_profile) == nodes.end()) {
+      std::string names;
+      for (const auto& n : nodes) names += (names.empty() ? "" : ", ") + n;
+      c.fail("fabric_profile", "no fabric (node) profile '" + s.cluster.fabric_profile + "' (expected one of: " + names + ")");
+    }
     s.cluster.units = opt_int(c, "units", s.cluster.units, 1, kMaxUnits);
     s.cluster.kernel_library = opt_string(c, "kernel_library", s.cluster.kernel_library);
     if (s.cluster.kernel_library != "roofline") {
@@ -252,7 +262,7 @@ Scenario load_scenario(const std::filesystem::path& path, const std::vector<std:
   if (d.has("router")) read_router(d.object("router"), dep.router);
   dep.kv_transfer_path = one_of(d, "kv_transfer_path", kKvTransferPaths, dep.kv_transfer_path);
   if (d.has("kv_transfer_timeout_s")) {
-    dep.kv_transfer_timeout_s = d.number("kv_transfer_timeout_s", rt::NumberRule::positive);
+    dep.kv_transfer_timeout_s = d.seconds("kv_transfer_timeout_s", rt::NumberRule::positive);
   }
   if (d.has("kv_pool")) dep.kv_pool = d.boolean("kv_pool");
   if (d.has("fetch_remote_prefix")) dep.fetch_remote_prefix = d.boolean("fetch_remote_prefix");
@@ -260,13 +270,18 @@ Scenario load_scenario(const std::filesystem::path& path, const std::vector<std:
     d.fail("router_policy", "'pooled' routes by load alone, which needs one KV pool: set deployment.kv_pool to true");
   }
   dep.grace_tier = one_of(d, "grace_tier", kGraceTiers, dep.grace_tier);
-  if (d.has("grace_bytes_per_gpu")) dep.grace_bytes_per_gpu = static_cast<std::uint64_t>(d.integer("grace_bytes_per_gpu"));
+  // Kept when the tier is off, so that `--set deployment.grace_tier=off` compares a scenario without it.
+  if (d.has("grace_bytes_per_gpu")) {
+    dep.grace_bytes_per_gpu = static_cast<std::uint64_t>(d.integer("grace_bytes_per_gpu", 1));
+  } else if (dep.grace_tier != "off") {
+    d.fail("grace_bytes_per_gpu", "missing key: grace_tier \"" + dep.grace_tier + "\" needs the Grace memory each GPU gives to KV");
+  }
   dep.kv_block_tokens = opt_int(d, "kv_block_tokens", dep.kv_block_tokens, 1);
 
   for (auto [key, value] : {std::pair{"health_check_interval_s", &dep.health_check_interval_s},
                             std::pair{"fault_detection_delay_s", &dep.fault_detection_delay_s},
                             std::pair{"gpu_reset_s", &dep.gpu_reset_s}, std::pair{"worker_restart_s", &dep.worker_restart_s}}) {
-    if (d.has(key)) *value = d.number(key, key == std::string_view("health_check_interval_s") ? rt::NumberRule::positive : rt::NumberRule::non_negative);
+    if (d.has(key)) *value = d.seconds(key, key == std::string_view("health_check_interval_s") ? rt::NumberRule::positive : rt::NumberRule::non_negative);
   }
   d.finish();
   for (ScenarioPool& p : dep.pools) {
@@ -318,7 +333,7 @@ Scenario load_scenario(const std::filesystem::path& path, const std::vector<std:
 
   if (top.has("run")) {
     rt::JsonReader r = top.object("run");
-    if (r.has("max_sim_seconds")) s.run.max_sim_seconds = r.number("max_sim_seconds", rt::NumberRule::positive);
+    if (r.has("max_sim_seconds")) s.run.max_sim_seconds = r.seconds("max_sim_seconds", rt::NumberRule::positive);
     s.run.fabric_mode = one_of(r, "fabric_mode", kFabricModes, "fast") == "exact" ? FabricMode::exact : FabricMode::fast;
     r.finish();
   }

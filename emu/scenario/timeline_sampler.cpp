@@ -29,16 +29,41 @@ void add(const engine::KvHitCounts& c, KvHits& h) {
   h.grace_offload_bytes += c.grace_stored_bytes;
 }
 
+// "gpuN" and what it serves: a decoding pool's DP rank (numbered as the router numbers them, over every
+// decoding pool), or a prefill pool's instance.
+std::vector<std::string> gpu_names(const ScenarioDeployment& layout, int gpus) {
+  std::vector<std::string> names;
+  for (int i = 0; i < gpus; ++i) names.push_back("gpu" + std::to_string(i));
+  std::int64_t rank = 0;
+  for (const ScenarioPool& p : layout.pools) {
+    for (std::size_t inst = 0; inst < p.instance_gpus.size(); ++inst) {
+      const auto& g = p.instance_gpus[inst];
+      for (std::size_t j = 0; j < g.size(); ++j) {
+        if (g[j] < 0 || g[j] >= gpus) continue;
+        std::string& name = names[static_cast<std::size_t>(g[j])];
+        if (p.decodes()) {
+          name += " " + p.name + " rank " + std::to_string(rank + static_cast<std::int64_t>(j) / p.tp);
+        } else {
+          name += " " + p.name + " " + std::to_string(inst);
+        }
+      }
+      if (p.decodes()) rank += static_cast<std::int64_t>(g.size()) / p.tp;
+    }
+  }
+  return names;
+}
+
 }  // namespace
 
-TimelineSampler::TimelineSampler(rt::Runtime& rt, Deployment& deployment, double interval_s)
+TimelineSampler::TimelineSampler(rt::Runtime& rt, Deployment& deployment, const ScenarioDeployment& layout,
+                                 double interval_s)
     : rt_(rt), deployment_(deployment), last_(rt.now()) {
   timeline_.interval_s = interval_s;
   fakegpu::GpuFleet& fleet = deployment_.cluster().fleet();
   timeline_.gpu_busy.resize(static_cast<std::size_t>(fleet.size()));
   busy_.resize(static_cast<std::size_t>(fleet.size()));
+  timeline_.gpu_names = gpu_names(layout, fleet.size());
   for (int i = 0; i < fleet.size(); ++i) {
-    timeline_.gpu_names.push_back("gpu" + std::to_string(i));
     busy_[static_cast<std::size_t>(i)] = fleet.device(i).compute().busy_time();
   }
   const fabric::Fabric& fabric = deployment_.cluster().fabric();

@@ -17,7 +17,8 @@ namespace nvl::emu {
 
 class TimelineSampler {
  public:
-  TimelineSampler(rt::Runtime& rt, Deployment& deployment, double interval_s);
+  // `layout` names each GPU's row: "gpu3 dep rank 3", "gpu64 prefill 0" (pool, then DP rank or instance).
+  TimelineSampler(rt::Runtime& rt, Deployment& deployment, const ScenarioDeployment& layout, double interval_s);
 
   void on_submit(const engine::RequestState& r);
   void on_tokens(engine::RequestId id, std::int64_t count, bool first);

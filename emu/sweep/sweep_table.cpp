@@ -39,13 +39,19 @@ std::optional<double> number_at(const nlohmann::json& report, const char* pointe
   return report.at(p).get<double>();
 }
 
-// checks: {name: {"pass": bool, "detail": ...}}; a bare bool is read as the pass flag.
-std::map<std::string, bool> checks_of(const nlohmann::json& report) {
-  std::map<std::string, bool> out;
+// checks: {name: {"status": "pass" | "FAIL" | "skipped", "pass": bool, "detail": ...}}; without a status
+// (reports before it), or as a bare bool, the pass flag says pass or FAIL.
+std::map<std::string, std::string> checks_of(const nlohmann::json& report) {
+  std::map<std::string, std::string> out;
   if (!report.is_object() || !report.contains("checks") || !report["checks"].is_object()) return out;
   for (const auto& [name, c] : report["checks"].items()) {
-    if (c.is_boolean()) out[name] = c.get<bool>();
-    if (c.is_object() && c.contains("pass") && c["pass"].is_boolean()) out[name] = c["pass"].get<bool>();
+    if (c.is_boolean()) out[name] = c.get<bool>() ? "pass" : "FAIL";
+    if (!c.is_object()) continue;
+    if (c.contains("status") && c["status"].is_string()) {
+      out[name] = c["status"].get<std::string>();
+    } else if (c.contains("pass") && c["pass"].is_boolean()) {
+      out[name] = c["pass"].get<bool>() ? "pass" : "FAIL";
+    }
   }
   return out;
 }
@@ -68,10 +74,9 @@ std::string csv_cell(const std::string& text) {
   return quoted + "\"";
 }
 
-std::string check_cell(const std::map<std::string, bool>& checks, const std::string& name) {
+std::string check_cell(const std::map<std::string, std::string>& checks, const std::string& name) {
   const auto it = checks.find(name);
-  if (it == checks.end()) return "";
-  return it->second ? "pass" : "FAIL";
+  return it == checks.end() ? "" : it->second;
 }
 
 }  // namespace
@@ -98,7 +103,7 @@ bool SweepTable::any_failed() const {
 std::vector<std::string> SweepTable::check_names() const {
   std::set<std::string> names;
   for (const auto& r : rows_) {
-    for (const auto& [name, pass] : r.checks) names.insert(name);
+    for (const auto& [name, status] : r.checks) names.insert(name);
   }
   return {names.begin(), names.end()};
 }
@@ -135,7 +140,8 @@ nlohmann::json SweepTable::to_json() const {
     for (const auto& [key, value] : r.point.settings) row["settings"][key] = value;
     row["seed"] = r.point.seed;
     row["exit_code"] = r.exit_code;
-    row["checks"] = r.checks;
+    row["checks"] = nlohmann::json::object();  // name -> passed (a skipped check did not fail)
+    for (const auto& [name, status] : r.checks) row["checks"][name] = status != "FAIL";
     row["figures"] = nlohmann::json::object();
     for (std::size_t i = 0; i < kFigures.size(); ++i) {
       row["figures"][kFigures[i].column] = r.figures[i] ? nlohmann::json(*r.figures[i]) : nlohmann::json();
@@ -158,10 +164,14 @@ void SweepTable::print(std::ostream& out) const {
     c.push_back(std::to_string(r.point.seed));
     c.push_back(std::to_string(r.exit_code));
     std::string failed_checks;
-    for (const auto& [name, pass] : r.checks) {
-      if (!pass) failed_checks += (failed_checks.empty() ? "FAIL " : ",") + name;
+    std::size_t skipped = 0;
+    for (const auto& [name, status] : r.checks) {
+      if (status == "FAIL") failed_checks += (failed_checks.empty() ? "FAIL " : ",") + name;
+      if (status == "skipped") ++skipped;
     }
-    c.push_back(r.checks.empty() ? "-" : failed_checks.empty() ? std::to_string(r.checks.size()) + " pass" : failed_checks);
+    const std::string passed = std::to_string(r.checks.size() - skipped) + " pass" +
+                               (skipped > 0 ? ", " + std::to_string(skipped) + " skipped" : "");
+    c.push_back(r.checks.empty() ? "-" : failed_checks.empty() ? passed : failed_checks);
     for (std::size_t i : {0, 1, 2, 3, 5, 6, 7}) c.push_back(format_figure(r.figures[i]));
     c.push_back(r.event_log_hash);
     cells.push_back(std::move(c));

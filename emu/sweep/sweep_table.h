@@ -33,7 +33,7 @@ class SweepTable {
   struct Row {
     SweepPoint point;
     int exit_code = 0;
-    std::map<std::string, bool> checks;
+    std::map<std::string, std::string> checks;  // name -> "pass", "FAIL" or "skipped"
     std::vector<std::optional<double>> figures;  // in kFigures order
     std::string event_log_hash;
     std::string replay;

@@ -14,7 +14,6 @@ namespace {
 constexpr std::string_view kHeader = "TIMESTAMP,ContextTokens,GeneratedTokens";
 // Far above any real context (the trace's largest is 7,437 tokens), low enough that one line's unique block
 // hashes stay a few MB (an absurd count would hang the loader).
-constexpr std::int64_t kMaxContextTokens = 1 << 24;
 
 bool parse_int(std::string_view s, std::int64_t& out) {
   const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
@@ -92,14 +91,14 @@ Workload load_azure_trace(const std::filesystem::path& path, const LoadOptions& 
       throw rt::InputError(file, where + ": TIMESTAMP", "expected 'YYYY-MM-DD HH:MM:SS.fffffff', got '" +
                                                             std::string(line.substr(0, c1)) + "'");
     }
-    if (!parse_int(line.substr(c1 + 1, c2 - c1 - 1), context) || context < 0 || context > kMaxContextTokens) {
+    if (!parse_int(line.substr(c1 + 1, c2 - c1 - 1), context) || context < kMinPromptTokens || context > kMaxRequestTokens) {
       throw rt::InputError(file, where + ": ContextTokens",
-                           "expected a non-negative integer up to " + std::to_string(kMaxContextTokens) + ", got '" +
+                           "expected an integer from 1 to " + std::to_string(kMaxRequestTokens) + ", got '" +
                                                                 std::string(line.substr(c1 + 1, c2 - c1 - 1)) + "'");
     }
-    if (!parse_int(line.substr(c2 + 1), generated) || generated < 0) {
+    if (!parse_int(line.substr(c2 + 1), generated) || generated < 0 || generated > kMaxRequestTokens) {
       throw rt::InputError(file, where + ": GeneratedTokens",
-                           "expected a non-negative integer, got '" + std::string(line.substr(c2 + 1)) + "'");
+                           "expected an integer from 0 to " + std::to_string(kMaxRequestTokens) + ", got '" + std::string(line.substr(c2 + 1)) + "'");
     }
     if (w.sessions.empty()) first_ns = previous_ns = t_ns;
     if (t_ns < previous_ns) throw rt::InputError(file, where + ": TIMESTAMP", "timestamps must not decrease");

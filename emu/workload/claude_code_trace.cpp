@@ -90,8 +90,8 @@ class FileLoader {
       }
       if (type != "n" && type != "s") e.fail("type", "expected \"n\", \"s\" or \"subagent\", got \"" + type + "\"");
       Request r;
-      r.prompt_tokens = e.integer("in");
-      r.output_tokens = e.integer("out");
+      r.prompt_tokens = e.integer("in", kMinPromptTokens, kMaxRequestTokens);
+      r.output_tokens = e.integer("out", 0, kMaxRequestTokens);
       hashes = e.unsigned_list("hash_ids");
       for (auto& h : hashes) h = ns.hash(h);
       r.block_hashes = chain.assign(hashes);

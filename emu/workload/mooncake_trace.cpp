@@ -83,8 +83,8 @@ Workload load_mooncake_trace(const std::filesystem::path& path, const LoadOption
     }
 
     Request r;
-    r.prompt_tokens = f.integer("input_length");
-    r.output_tokens = f.integer("output_length");
+    r.prompt_tokens = f.integer("input_length", kMinPromptTokens, kMaxRequestTokens);
+    r.output_tokens = f.integer("output_length", 0, kMaxRequestTokens);
     const bool has_timestamp = f.has("timestamp");
     const std::int64_t ms = has_timestamp ? f.integer("timestamp", 0, kMaxTimestampMs) : 0;
     if (has_timestamp) {

@@ -7,6 +7,11 @@
 
 namespace nvl::emu {
 
+// What a trace line may give: every request has a prompt (the scheduler needs a token to prefill), and
+// no prompt or answer is longer than 2^24 tokens (16.8 M, beyond every model profile's context length).
+inline constexpr std::int64_t kMinPromptTokens = 1;
+inline constexpr std::int64_t kMaxRequestTokens = std::int64_t{1} << 24;
+
 struct Request {
   std::int64_t prompt_tokens = 0;
   std::int64_t output_tokens = 0;

@@ -3,6 +3,7 @@
 #include <charconv>
 #include <filesystem>
 #include <fstream>
+#include <vector>
 
 #include "emu/rt/errors.h"
 #include "emu/workload/azure_trace.h"
@@ -64,6 +65,37 @@ WorkloadSource generate(const std::string& spec, const LoadOptions& options) {
   return src;
 }
 
+bool holds_json(const std::filesystem::path& dir) {
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    if (e.is_regular_file() && e.path().extension() == ".json") return true;
+  }
+  return false;
+}
+
+// A folder as the trace collections ship (../shared/traces/<name>/: the trace beside its README and
+// license): a folder of Claude Code .json traces is itself the trace; otherwise the one .jsonl or .csv
+// file in it, or the one sub-folder of .json traces.
+std::filesystem::path trace_in_folder(const std::filesystem::path& dir) {
+  if (holds_json(dir)) return dir;
+  std::vector<std::filesystem::path> found;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string ext = e.path().extension().string();
+    if ((e.is_regular_file() && (ext == ".jsonl" || ext == ".csv")) || (e.is_directory() && holds_json(e.path()))) {
+      found.push_back(e.path());
+    }
+  }
+  if (ec) throw rt::InputError(dir.string(), "", "cannot list the folder: " + ec.message());
+  if (found.size() == 1) return found.front();
+  std::string names;
+  for (const auto& f : found) names += (names.empty() ? "" : ", ") + f.filename().string();
+  throw rt::InputError(dir.string(), "",
+                       found.empty() ? "no trace in this folder (expected Claude Code .json traces, a .jsonl or .csv "
+                                       "trace, or a folder of .json traces)"
+                                     : "more than one trace in this folder (" + names + "): name one");
+}
+
 }  // namespace
 
 WorkloadSource open_workload_source(const std::string& spec, const LoadOptions& options) {
@@ -78,8 +110,9 @@ WorkloadSource open_workload_source(const std::string& spec, const LoadOptions& 
     return src;
   }
   if (spec.rfind("gen:", 0) == 0) throw rt::InputError(spec, "", "unknown generator (expected gen:codex)");
-  const std::filesystem::path path(spec);
+  std::filesystem::path path(spec);
   if (!std::filesystem::exists(path)) throw rt::InputError(spec, "", "no such file or folder");
+  if (std::filesystem::is_directory(path)) path = trace_in_folder(path);
   WorkloadSource src;
   if (std::filesystem::is_directory(path)) {
     src.workload = load_claude_code_trace(path, options);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "emu/rt/data_dir.h"
 #include "emu/rt/json_reader.h"
 
 namespace nvl::engine {
@@ -135,7 +136,7 @@ ModelProfile load_model_profile(const std::filesystem::path& file) {
 }
 
 std::filesystem::path model_profile_path(const std::string& name) {
-  return std::filesystem::path(NVL_SOURCE_DIR) / "engine" / "models" / (name + ".json");
+  return rt::data_dir("engine/models", std::filesystem::path(NVL_SOURCE_DIR) / "engine" / "models") / (name + ".json");
 }
 
 }  // namespace nvl::engine

@@ -80,7 +80,8 @@ struct ModelProfile {
 
 // Reads and checks a model profile; any problem is an InputError naming the file and key.
 ModelProfile load_model_profile(const std::filesystem::path& file);
-// engine/models/<name>.json under the source tree (NVL_SOURCE_DIR), e.g. "glm-5".
+// <models>/<name>.json, e.g. "glm-5", where <models> is an installed binary's share/nvl72emu/engine/models,
+// else engine/models under the source tree (NVL_SOURCE_DIR; rt::data_dir).
 std::filesystem::path model_profile_path(const std::string& name);
 
 }  // namespace nvl::engine

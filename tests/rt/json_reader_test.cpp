@@ -71,12 +71,21 @@ TEST(JsonReader, FilesThatAreMissingNotJsonOrNotAnObject) {
   std::filesystem::create_directories(dir);
   std::ofstream(dir / "bad.json") << "{\"a\": 1,,}";
   std::ofstream(dir / "array.json") << "[1, 2]";
+  std::ofstream(dir / "twice.json") << R"({"run": {"a": 1}, "pools": [{"b": 1}, {"c": 2, "d": {"e": 1, "e": 2}}]})";
+  std::ofstream(dir / "top_twice.json") << R"({"seed": 1, "run": {}, "seed": 2})";
+  std::ofstream(dir / "apart.json") << R"({"a": {"x": 1}, "b": {"x": 2}, "c": [{"x": 1}, {"x": 2}]})";
   EXPECT_EQ(error_of([&] { JsonReader::parse_file(dir / "none.json"); }),
             (dir / "none.json").string() + ": cannot open the file");
   EXPECT_NE(error_of([&] { JsonReader::parse_file(dir / "bad.json"); }).find("bad.json: not valid JSON"),
             std::string::npos);
   EXPECT_EQ(error_of([&] { JsonReader::parse_file(dir / "array.json"); }),
             (dir / "array.json").string() + ": (top): expected an object");
+  // A key given twice in one object is an error naming its path; the same key in different objects is not.
+  EXPECT_EQ(error_of([&] { JsonReader::parse_file(dir / "twice.json"); }),
+            (dir / "twice.json").string() + ": pools[1].d.e: duplicate key (only one of them would be read)");
+  EXPECT_EQ(error_of([&] { JsonReader::parse_file(dir / "top_twice.json"); }),
+            (dir / "top_twice.json").string() + ": seed: duplicate key (only one of them would be read)");
+  EXPECT_EQ(JsonReader::parse_file(dir / "apart.json")["c"][1]["x"], 2);
   std::filesystem::remove_all(dir);
 }
 

@@ -1,5 +1,6 @@
 // The report outputs: the Chrome trace keeps only its window and cap and says what it cut; the SVG
 // charts and the HTML page are self-contained and show the data they are given, faults included.
+#include <limits>
 #include <sstream>
 
 #include <gtest/gtest.h>
@@ -7,6 +8,7 @@
 
 #include "emu/faults/fault_timeline.h"
 #include "emu/report/html_report.h"
+#include "emu/report/si_figure.h"
 #include "emu/report/request_latency.h"
 #include "emu/report/svg_chart.h"
 #include "emu/report/trace_recorder.h"
@@ -202,11 +204,65 @@ TEST(HtmlReport, ShowsEachFaultWithItsTimes) {
   EXPECT_EQ(html.find("<script"), std::string::npos);
   EXPECT_EQ(html.find("<-> leaf2"), std::string::npos);
 
-  const std::string throughput = between(html, "Throughput</text>", "</svg>");
+  const std::string throughput = between(html, "Throughput: input</text>", "</svg>");
   EXPECT_EQ(count(throughput, "<g><title>fault "), 2u) << "both hits are marked on the throughput plot";
   EXPECT_NE(throughput.find("fault 1: gpu_lost on normal rank 7 at 30.000 s"), std::string::npos);
   EXPECT_NE(throughput.find("fault 2: link_flap on nic0 &lt;-&gt; leaf2 at 70.000 s"), std::string::npos);
   EXPECT_EQ(count(between(html, "Requests queued and running</text>", "</svg>"), "<g><title>fault "), 2u);
+}
+
+// The headline figures come first, as tables with units; the raw figures are at the end, folded.
+TEST(HtmlReport, TheHeadlineTableComesFirst) {
+  RunReport r = report_over_100_s();
+  r.ttft = {.count = 10, .mean = 900, .p50 = 512.5, .p90 = 1234.5, .p99 = 80900, .quantiles = {}};
+  r.sim_time_s = 100;
+  r.input_tokens = 80'898'800;  // 808988 tokens/s
+  r.output_tokens = 123'400;
+  r.kv_hits.lookup_tokens = 1000;
+  r.kv_hits.gpu_tokens = 776;
+  r.kv_hits.remote_tokens = 124;
+  r.checks.push_back({"requests_accounted", {true, "all"}});
+  r.checks.push_back({"kv_memory_baseline", CheckResult::skip("the run stopped at its time limit")});
+  const std::string html = html_of(r);
+  const auto headline = html.find("<h2>Headline</h2>");
+  ASSERT_NE(headline, std::string::npos);
+  EXPECT_LT(headline, html.find("<svg")) << "before every plot";
+  EXPECT_LT(headline, html.find("<h2>Checks</h2>"));
+  const std::string table = between(html, "<h2>Headline</h2>", "<h2>");
+  for (const char* want : {"<td>TTFT</td><td>512</td><td>1.23 k</td><td>80.9 k</td><td>900</td>", "809 k input tok/s",
+                           "1.23 k output tok/s", "GPU 77.6%, Grace 0.0%, remote 12.4%", "1 pass",
+                           "<span class=\"skipped\">1 skipped</span>"}) {
+    EXPECT_NE(table.find(want), std::string::npos) << want << " in " << table;
+  }
+  EXPECT_GT(html.find("<details><summary>All figures"), html.rfind("<svg")) << "the raw figures come last";
+}
+
+TEST(SiFigure, ThreeDigitsAndAPrefix) {
+  EXPECT_EQ(si_figure(808988), "809 k");
+  EXPECT_EQ(si_figure(1234567), "1.23 M");
+  EXPECT_EQ(si_figure(999999), "1 M");
+  EXPECT_EQ(si_figure(999.7), "1 k");
+  EXPECT_EQ(si_figure(12.5), "12.5");
+  EXPECT_EQ(si_figure(0), "0");
+  EXPECT_EQ(si_figure(0.0042), "0.0042");
+  EXPECT_EQ(si_figure(-2500), "-2.5 k");
+}
+
+// Ticks at round values with SI prefixes, the axis topped at a round value; a NaN is a gap in the line.
+TEST(SvgChart, RoundTicksAndGaps) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const std::string svg = SvgChart::lines({{"input", {0, 1, 2, 3, 4}, {808988, nan, 500000, 600000, nan}}},
+                                          {"Throughput", "simulated s", "tokens/s", std::nullopt, false});
+  EXPECT_EQ(svg.find("808988"), std::string::npos);
+  for (const char* tick : {">0</text>", ">200 k</text>", ">800 k</text>", ">1 M</text>"}) {
+    EXPECT_NE(svg.find(tick), std::string::npos) << tick << " in " << svg;
+  }
+  EXPECT_EQ(count(svg, "<polyline"), 2u) << "one line before the gap, one after";
+  const std::string heat = SvgChart::heatmap({"gpu0 dep rank 0", "gpu8 prefill 0"}, {{0.0, 1.0}, {0.5, 0.5}}, 2.0,
+                                             {"GPU", "s", "GPU", std::nullopt, false});
+  EXPECT_NE(heat.find("class=\"colour-bar\""), std::string::npos);
+  EXPECT_NE(heat.find(">100%</text>"), std::string::npos);
+  EXPECT_NE(heat.find("gpu8 prefill 0"), std::string::npos);
 }
 
 TEST(HtmlReport, SaysInOneLineWhenThereWereNoFaults) {

@@ -57,7 +57,7 @@ TEST_F(ScenarioFile, AMinimalFileTakesTheDocumentedDefaults) {
 }
 
 TEST_F(ScenarioFile, SetOverridesApplyBeforeChecking) {
-  const Scenario s = load_scenario(write(kMinimal), {"seed=7", "deployment.grace_tier=write_back",
+  const Scenario s = load_scenario(write(kMinimal), {"seed=7", "deployment.grace_tier=write_back", "deployment.grace_bytes_per_gpu=100000000000",
                                                      "run.max_sim_seconds=2.5", "model.profile=deepseek-v3"});
   EXPECT_EQ(s.seed, 7u);
   EXPECT_EQ(s.deployment.grace_tier, "write_back");
@@ -214,6 +214,34 @@ TEST_F(ScenarioFile, BadOutputsChecksAndStartsAreNamed) {
   named({"checks.assertions=[{\"metric\": \"ttft_p90\", \"max\": 1}]"}, "checks.assertions[0].metric");
   named({"checks.assertions=[{\"metric\": \"requests.failed\", \"max\": 0, \"maxx\": 1}]"},
         "checks.assertions[0].maxx");
+}
+
+// Values that used to escape as internal errors (exit 3) mid-run are named at load (exit 2).
+TEST_F(ScenarioFile, ValuesThatCannotRunAreNamedAtLoad) {
+  const auto says = [&](const std::vector<std::string>& set, const std::string& key, const std::string& problem) {
+    const std::string e = error_of(kMinimal, set);
+    EXPECT_NE(e.find(key + ": " + problem), std::string::npos) << e;
+  };
+  // 1e10 s overflows the emulated clock (int64 ns, 292 years): every time is bounded at a year.
+  says({"run.max_sim_seconds=1e10"}, "run.max_sim_seconds", "at most a year (31536000 s), found 10000000000.0");
+  says({"deployment.kv_transfer_timeout_s=1e12"}, "deployment.kv_transfer_timeout_s", "at most a year");
+  says({"cluster.fabric_profile=nope"}, "cluster.fabric_profile",
+       "no fabric (node) profile 'nope' (expected one of: gb200-nvl72, gb300-nvl72, hgx-b200, hgx-h100, hgx-h200, hgx-h800)");
+  says({"cluster.fabric_profile=leaf-spine"}, "cluster.fabric_profile", "no fabric (node) profile 'leaf-spine'");
+  says({"cluster.gpu_profile=nope"}, "cluster.gpu_profile", "no device profile 'nope' (expected one of: b200, b300, gb200");
+  // A Grace tier of 0 bytes holds no block: the tier would be on and do nothing.
+  says({"deployment.grace_tier=write_back"}, "deployment.grace_bytes_per_gpu", "missing key: grace_tier \"write_back\" needs");
+  says({"deployment.grace_tier=write_through", "deployment.grace_bytes_per_gpu=0"}, "deployment.grace_bytes_per_gpu",
+       "expected an integer in [1, ");
+  EXPECT_EQ(error_of(kMinimal, {"deployment.grace_bytes_per_gpu=1000000000"}), "") << "kept with the tier off, for --set comparisons";
+  says({"deployment.pools[dep].mtp_draft_tokens=1000"}, "deployment.pools[0].mtp_draft_tokens", "expected an integer in [0, 16]");
+  EXPECT_EQ(error_of(kMinimal, {"deployment.pools[dep].mtp_draft_tokens=2"}), "");
+}
+
+TEST_F(ScenarioFile, ADuplicateKeyIsNamed) {
+  const std::string e = error_of(
+      R"({"name": "t", "seed": 1, "deployment": {"pools": [{"name": "dep", "role": "mixed", "dp": 8, "ep": 8, "dp": 4}]}, "workload": {"source": "gen:codex"}})");
+  EXPECT_NE(e.find(": deployment.pools[0].dp: duplicate key"), std::string::npos) << e;
 }
 
 TEST_F(ScenarioFile, TheShippedScenariosLoad) {

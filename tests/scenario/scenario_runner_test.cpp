@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include "emu/report/html_report.h"
 #include "emu/rt/errors.h"
 #include "emu/scenario/runner.h"
 #include "emu/scenario/scenario.h"
@@ -46,7 +47,7 @@ TEST(ScenarioRunner, EveryStandardCheckPassesOnTheCiScenario) {
     const NamedCheck* c = find_check(r, name);
     ASSERT_NE(c, nullptr) << name;
     EXPECT_TRUE(c->result.pass) << name << ": " << c->result.detail;
-    EXPECT_EQ(c->result.detail.find("skipped"), std::string::npos) << "the CI scenario drains: " << c->result.detail;
+    EXPECT_FALSE(c->result.skipped) << "the CI scenario drains: " << c->result.detail;
   }
   EXPECT_TRUE(r.checks_pass());
 }
@@ -140,6 +141,37 @@ TEST(ScenarioRunner, TheTimelineAddsUpToTheRunsTotals) {
   EXPECT_LE(hits, 1);
 }
 
+// report.json carries the timeline's series (timeline.series), one value per sample in every list, and
+// they add up to the run's totals: the output tokens delivered per interval sum to every token delivered
+// (small-pd: no request fails, so that is every completed request's tokens).
+TEST(ScenarioRunner, ReportJsonCarriesTheTimelineSeries) {
+  const RunReport r = run_scenario(load_scenario(kSmallPd));
+  const nlohmann::json t = to_json(r)["timeline"];
+  const std::size_t n = t["samples"].get<std::size_t>();
+  ASSERT_GT(n, 2u);
+  const nlohmann::json& s = t["series"];
+  for (const char* flat : {"t_s", "input_tokens_per_s", "output_tokens_per_s", "waiting", "running", "kv_lookup_tokens"}) {
+    ASSERT_TRUE(s.contains(flat)) << flat;
+    EXPECT_EQ(s[flat].size(), n) << flat;
+  }
+  for (const char* nested : {"kv_hit_tokens", "link_mean", "link_peak", "gpu_busy"}) {
+    ASSERT_TRUE(s.contains(nested) && !s[nested].empty()) << nested;
+    for (const auto& [name, values] : s[nested].items()) EXPECT_EQ(values.size(), n) << nested << "." << name;
+  }
+  EXPECT_EQ(s["gpu_busy"].size(), 16u) << "small-pd: 8 DEP ranks + a TP8 prefill worker";
+  EXPECT_TRUE(s["kv_hit_tokens"].contains("gpu"));
+  EXPECT_TRUE(s["link_mean"].contains("nvlink"));
+  double tokens = 0, previous_t = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const double t_i = s["t_s"][i].get<double>();
+    EXPECT_GT(t_i, previous_t);
+    tokens += s["output_tokens_per_s"][i].get<double>() * (t_i - previous_t);
+    previous_t = t_i;
+  }
+  EXPECT_NEAR(tokens, static_cast<double>(r.output_tokens), 1e-4 * static_cast<double>(r.output_tokens))
+      << "6-digit rounding of each value: at most 1e-6 relative each";
+}
+
 TEST(ScenarioRunner, TheTimeLimitStopsARun) {
   const RunReport r = run_scenario(load_scenario(kSmallPd, {"run.max_sim_seconds=5"}));
   EXPECT_EQ(r.stop_reason, "time_limit");
@@ -147,8 +179,18 @@ TEST(ScenarioRunner, TheTimeLimitStopsARun) {
   EXPECT_EQ(r.requests_failed, 0u);
   const NamedCheck* baseline = find_check(r, "kv_memory_baseline");
   ASSERT_NE(baseline, nullptr);
-  EXPECT_NE(baseline->result.detail.find("skipped"), std::string::npos) << "requests are still in flight";
-  EXPECT_TRUE(r.checks_pass());
+  EXPECT_TRUE(baseline->result.skipped) << "requests are still in flight";
+  EXPECT_TRUE(r.checks_pass()) << "a skipped check does not fail the run";
+  // Every report says skipped, none says pass.
+  EXPECT_EQ(to_json(r)["checks"]["kv_memory_baseline"]["status"], "skipped");
+  EXPECT_EQ(to_json(r)["checks"]["requests_accounted"]["status"], "pass");
+  std::ostringstream summary;
+  print_summary(summary, r);
+  EXPECT_NE(summary.str().find("kv_memory_baseline=skipped"), std::string::npos) << summary.str();
+  EXPECT_NE(summary.str().find("  skipped kv_memory_baseline: the run stopped at its time limit"), std::string::npos);
+  std::ostringstream html;
+  write_html_report(html, r);
+  EXPECT_NE(html.str().find("<td>kv_memory_baseline</td><td class=\"skipped\">skipped</td>"), std::string::npos);
 }
 
 TEST(ScenarioRunner, RecordedStartsNeedATraceThatHasThem) {

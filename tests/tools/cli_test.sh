@@ -2,7 +2,10 @@
 # nvl72emu: --version and --help exit 0; bad arguments print one clear line and exit 2.
 set -u
 exe=$1
+scenarios=$2
 fail=0
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
 check() {  # check WANT_RC PATTERN DESCRIPTION ARGS...
   local want=$1 pat=$2 what=$3 out rc; shift 3
   out=$("$exe" "$@" 2>&1); rc=$?
@@ -33,4 +36,34 @@ check 2 "expected 0 < min <= max" "collective-test with sizes out of order exits
 check 2 "step-factor: expected at least 2" "collective-test with step factor 1 exits 2" \
   collective-test all_gather --step-factor 1
 check 2 "no-such-rack" "collective-test on an unknown profile exits 2" collective-test all_gather --cluster no-such-rack
+# run: input that once escaped as an internal error (exit 3), or was found only after the run, exits 2
+# naming the key, line or path, before any work.
+small=$scenarios/ci/small-pd.json
+check 2 "run.max_sim_seconds: at most a year" "run with max_sim_seconds beyond the clock exits 2" \
+  run "$small" --set run.max_sim_seconds=1e10
+check 2 "cluster.fabric_profile: no fabric (node) profile 'nope'" "run with an unknown fabric profile names its key" \
+  run "$small" --set cluster.fabric_profile=nope
+check 2 "deployment.grace_bytes_per_gpu: missing key" "a Grace tier without bytes exits 2" \
+  run "$small" --set deployment.grace_tier=write_back
+check 2 "mtp_draft_tokens: expected an integer in \[0, 16\]" "1000 MTP draft tokens exit 2" \
+  run "$small" --set "deployment.pools[dep].mtp_draft_tokens=1000"
+sed 's/"seed": 1,/"seed": 1, "seed": 2,/' "$small" > "$tmp/dup.json"
+check 2 "dup.json: seed: duplicate key" "a duplicate JSON key exits 2" run "$tmp/dup.json"
+printf '{"timestamp": 0, "input_length": 0, "output_length": 10, "hash_ids": []}\n' > "$tmp/empty-prompt.jsonl"
+check 2 "empty-prompt.jsonl: line 1: input_length: expected an integer in \[1," "a Mooncake line with input_length 0 exits 2" \
+  run "$small" --set workload.source="$tmp/empty-prompt.jsonl"
+check 2 "/proc/nvl72emu-out: --out: cannot" "an --out that cannot be written exits 2 before the run" \
+  run "$small" --out /proc/nvl72emu-out
+touch "$tmp/a-file"
+check 2 "a-file/out: --out: cannot create the folder" "an --out under a file exits 2" run "$small" --out "$tmp/a-file/out"
+# After its restart onto a huge-page heap (tools/huge_page_heap.h) the process keeps its name.
+"$exe" serve "$scenarios/ci/live.json" --http-port 0 --grpc-port -1 > "$tmp/serve.out" 2>&1 &
+pid=$!
+for _ in $(seq 100); do grep -q "serving" "$tmp/serve.out" && break; sleep 0.1; done
+if [ "$(cat /proc/$pid/comm 2>/dev/null)" = nvl72emu ] && grep -q "glibc.malloc.hugetlb=1" /proc/$pid/environ; then
+  echo "ok: the restarted process is still named nvl72emu"
+else
+  echo "FAIL: after the huge-page restart the process is named '$(cat /proc/$pid/comm 2>/dev/null)'"; cat "$tmp/serve.out"; fail=1
+fi
+kill $pid; wait $pid 2>/dev/null
 exit $fail

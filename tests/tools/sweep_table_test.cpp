@@ -64,5 +64,21 @@ TEST(SweepTable, WritesChecksAndFiguresFromReports) {
   EXPECT_EQ(printed.str().find("replay: nvl72emu run s.json --seed 2"), std::string::npos) << printed.str();
 }
 
+TEST(SweepTable, ASkippedCheckIsShownAsSkipped) {
+  SweepTable t({"run.max_sim_seconds"});
+  t.add(point("5", 1), 0, nlohmann::json::parse(R"({"checks": {
+    "tokens_once": {"status": "pass", "pass": true, "detail": ""},
+    "kv_memory_baseline": {"status": "skipped", "pass": true, "detail": "time limit"}}})"), "nvl72emu run s.json --seed 1");
+  EXPECT_FALSE(t.any_failed());
+  const auto file = std::filesystem::temp_directory_path() / "nvl_sweep_table_skipped.csv";
+  t.write_csv(file);
+  const std::string csv = read_all(file);
+  std::filesystem::remove(file);
+  EXPECT_NE(csv.find("5,1,0,skipped,pass,"), std::string::npos) << csv;
+  std::ostringstream printed;
+  t.print(printed);
+  EXPECT_NE(printed.str().find("1 pass, 1 skipped"), std::string::npos) << printed.str();
+}
+
 }  // namespace sweep_table_test
 }  // namespace nvl::emu

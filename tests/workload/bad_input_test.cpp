@@ -53,7 +53,19 @@ TEST(MooncakeBadInput, WrongType) {
 TEST(MooncakeBadInput, NegativeLength) {
   TempDir d;
   const auto p = d.write("t.jsonl", R"({"timestamp": 0, "input_length": 600, "output_length": -5, "hash_ids": []})");
-  expect_input_error([&] { load_mooncake_trace(p); }, {"line 1: output_length", "expected an integer in [0, inf), found -5"});
+  expect_input_error([&] { load_mooncake_trace(p); }, {"line 1: output_length", "expected an integer in [0, 16777216], found -5"});
+}
+
+// A request with no prompt has nothing to prefill (the scheduler would refuse it mid-run): the line is
+// named instead. An answer of 0 tokens is allowed (it is served as 1, as a real call yields one).
+TEST(MooncakeBadInput, EmptyPromptAndHugeLengths) {
+  TempDir d;
+  const auto p = d.write("t.jsonl", kGoodMooncake + "\n" + R"({"timestamp": 1, "input_length": 0, "output_length": 5, "hash_ids": []})");
+  expect_input_error([&] { load_mooncake_trace(p); }, {"t.jsonl", "line 2: input_length", "expected an integer in [1, 16777216], found 0"});
+  const auto q = d.write("u.jsonl", R"({"timestamp": 0, "input_length": 600, "output_length": 1e12, "hash_ids": []})");
+  expect_input_error([&] { load_mooncake_trace(q); }, {"line 1: output_length", "16777216"});
+  const auto ok = d.write("v.jsonl", R"({"timestamp": 0, "input_length": 600, "output_length": 0, "hash_ids": [0]})");
+  EXPECT_EQ(load_mooncake_trace(ok).sessions.at(0).requests.at(0).output_tokens, 0);
 }
 
 TEST(MooncakeBadInput, BadHashId) {
@@ -94,7 +106,9 @@ TEST(AzureBadInput, BadTimestamp) {
 TEST(AzureBadInput, NegativeAndNonNumericTokens) {
   TempDir d;
   const auto p = d.write("a.csv", kAzureHeader + "2023-11-16 18:15:46.6805900,-374,44\n");
-  expect_input_error([&] { load_azure_trace(p); }, {"line 2", "ContextTokens", "non-negative integer"});
+  expect_input_error([&] { load_azure_trace(p); }, {"line 2", "ContextTokens", "an integer from 1 to 16777216"});
+  const auto z = d.write("z.csv", kAzureHeader + "2023-11-16 18:15:46.6805900,0,44\n");
+  expect_input_error([&] { load_azure_trace(z); }, {"line 2", "ContextTokens", "an integer from 1 to 16777216, got '0'"});
   const auto q = d.write("b.csv", kAzureHeader + "2023-11-16 18:15:46.6805900,374,x\n");
   expect_input_error([&] { load_azure_trace(q); }, {"line 2", "GeneratedTokens"});
 }
@@ -136,10 +150,12 @@ TEST(ClaudeCodeBadInput, MissingRequests) {
   expect_input_error([&] { load_claude_code_trace(p); }, {"c.json", "requests", "missing key"});
 }
 
-TEST(ClaudeCodeBadInput, NegativeInNamesTheKeyPath) {
+TEST(ClaudeCodeBadInput, NegativeOrEmptyInNamesTheKeyPath) {
   TempDir d;
   const auto p = d.write("c.json", claude(kReq + R"(, {"t": 1.0, "type": "n", "in": -3, "out": 5, "hash_ids": []})"));
-  expect_input_error([&] { load_claude_code_trace(p); }, {"c.json", "requests[1].in", "expected an integer in [0, inf), found -3"});
+  expect_input_error([&] { load_claude_code_trace(p); }, {"c.json", "requests[1].in", "expected an integer in [1, 16777216], found -3"});
+  const auto q = d.write("d.json", claude(kReq + R"(, {"t": 1.0, "type": "n", "in": 0, "out": 0, "hash_ids": []})"));
+  expect_input_error([&] { load_claude_code_trace(q); }, {"d.json", "requests[1].in", "found 0"});
 }
 
 TEST(ClaudeCodeBadInput, UnknownTypeAndScope) {
@@ -174,6 +190,24 @@ TEST(SourceBadInput, UnknownSourcesAndGeneratorParameters) {
   expect_input_error([] { open_workload_source("gen:other"); }, {"unknown generator"});
   expect_input_error([] { open_workload_source("gen:codex:trials=x"); }, {"trials", "non-negative integer"});
   expect_input_error([] { open_workload_source("gen:codex:speed=3"); }, {"speed", "unknown parameter"});
+}
+
+// A folder as the trace collections ship it (the trace beside a README and license) is read as its one
+// trace; a folder with none or with several is named.
+TEST(SourceBadInput, AFolderIsItsOneTrace) {
+  TempDir d;
+  d.write("mooncake/README.md", "a trace");
+  d.write("mooncake/LICENSE", "Apache-2.0");
+  d.write("mooncake/t.jsonl", kGoodMooncake + "\n");
+  EXPECT_EQ(open_workload_source((d.path() / "mooncake").string()).workload.sessions.size(), 1u);
+  d.write("claude/LICENSE", "MIT");
+  d.write("claude/traces/c.json", claude(kReq));
+  EXPECT_EQ(open_workload_source((d.path() / "claude").string()).workload.sessions.at(0).requests.size(), 1u);
+  d.write("two/a.jsonl", kGoodMooncake + "\n");
+  d.write("two/b.csv", kAzureHeader + "2023-11-16 18:15:46.6805900,374,44\n");
+  expect_input_error([&] { open_workload_source((d.path() / "two").string()); }, {"two", "more than one trace", "a.jsonl", "b.csv", "name one"});
+  d.write("none/README.md", "nothing");
+  expect_input_error([&] { open_workload_source((d.path() / "none").string()); }, {"none", "no trace in this folder"});
 }
 
 TEST(ProfileBadInput, NamesTheKeyPath) {

@@ -1,0 +1,16 @@
+#pragma once
+// report.json's timeline: the interval, the sample count and every series the HTML report plots
+// (timeline.series), so that they can be scripted without parsing the HTML.
+#include <nlohmann/json.hpp>
+
+#include "emu/report/timeline.h"
+
+namespace nvl::emu {
+
+// {"interval_s", "samples", "series": {"t_s": [...], "input_tokens_per_s": [...], "output_tokens_per_s",
+// "waiting", "running", "kv_lookup_tokens", "kv_hit_tokens": {tier: [...]}, "link_mean": {class: [...]},
+// "link_peak": {class: [...]}, "gpu_busy": {gpu: [...]}}}: one value per sample in every list, rounded to
+// 6 significant digits (the figures carry no more; the file stays a few MB for an hour of 1 s samples).
+nlohmann::json to_json(const Timeline& t);
+
+}  // namespace nvl::emu
