@@ -63,7 +63,8 @@ int run(const RunOptions& opts) {
     write_file(dir / "report.json", [&](std::ostream& f) { f << emu::to_json(report).dump(2) << '\n'; });
     if (report.trace) write_file(dir / "trace.json", [&](std::ostream& f) { report.trace->write(f); });
     if (scenario.outputs.html) {
-      write_file(dir / "report.html", [&](std::ostream& f) { emu::write_html_report(f, report); });
+      write_file(dir / "report.html", [&](std::ostream& f) { emu::write_html_report(f, report, {.smoothing_s = scenario.outputs.html_smoothing_s});
+      });
     }
   }
   return report.checks_pass() ? 0 : 1;

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "emu/report/html_escape.h"
+#include "emu/report/si_figure.h"
 
 namespace nvl::emu {
 
@@ -134,6 +135,56 @@ std::string fault_section_html(const nlohmann::json& faults) {
   }
   out += "</table>\n";
   return out;
+}
+
+namespace {
+
+// Mean of `values` over the samples whose interval ends in (from, to]; nullopt when none does.
+std::optional<double> mean_between(const Timeline& t, const std::vector<double>& values, double from, double to) {
+  double sum = 0;
+  std::size_t n = 0;
+  for (std::size_t i = 0; i < t.t_s.size() && i < values.size(); ++i) {
+    if (t.t_s[i] > from && t.t_s[i] <= to) {
+      sum += values[i];
+      ++n;
+    }
+  }
+  if (n == 0) return std::nullopt;
+  return sum / static_cast<double>(n);
+}
+
+std::string impact_cells(const Timeline& t, const std::vector<double>& values, double hit, double window_s) {
+  const auto before = mean_between(t, values, hit - window_s, hit), after = mean_between(t, values, hit, hit + window_s);
+  const auto shown = [](const std::optional<double>& v) { return v ? si_figure(*v) : std::string("-"); };
+  std::string change = "-";
+  if (before && after && *before != 0) {
+    std::ostringstream os;
+    os << std::showpos << std::fixed << std::setprecision(1) << 100 * (*after - *before) / *before << '%';
+    change = os.str();
+  }
+  return cell(shown(before)) + cell(shown(after)) + cell(change);
+}
+
+}  // namespace
+
+std::string fault_impact_html(const nlohmann::json& faults, const Timeline& timeline, double window_s) {
+  const std::vector<nlohmann::json> all = entries(faults);
+  if (all.empty()) return "";
+  std::ostringstream head;
+  head << "<h3>Impact</h3>\n<p>Means over the " << window_s
+       << " simulated s before each hit and after it (timeline samples; - where the run has none).</p>\n"
+          "<table><tr><th>#</th><th>fault</th><th>output tok/s before</th><th>after</th><th>change</th>"
+          "<th>queued before</th><th>after</th><th>change</th><th>running before</th><th>after</th><th>change</th></tr>\n";
+  std::string out = head.str();
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    const auto hit = number(all[i], "hit_s");
+    if (!hit) continue;
+    out += "<tr>" + cell(std::to_string(i + 1)) + cell(text(all[i], "kind") + " on " + text(all[i], "target")) +
+           impact_cells(timeline, timeline.output_tokens_per_s, *hit, window_s) +
+           impact_cells(timeline, timeline.waiting, *hit, window_s) +
+           impact_cells(timeline, timeline.running, *hit, window_s) + "</tr>\n";
+  }
+  return out + "</table>\n";
 }
 
 std::vector<ChartMarker> fault_markers(const nlohmann::json& faults) {

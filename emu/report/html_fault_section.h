@@ -9,11 +9,16 @@
 #include <nlohmann/json.hpp>
 
 #include "emu/report/svg_chart.h"
+#include "emu/report/timeline.h"
 
 namespace nvl::emu {
 
 // The table, or one line saying the run had no faults.
 std::string fault_section_html(const nlohmann::json& faults);
 std::vector<ChartMarker> fault_markers(const nlohmann::json& faults);
+// Each fault's impact: output tokens/s, queued and running requests over the `window_s` of simulated
+// time before its hit and after it (timeline samples whose interval ends in (hit - window, hit] and in
+// (hit, hit + window]), and the change. Empty without faults.
+std::string fault_impact_html(const nlohmann::json& faults, const Timeline& timeline, double window_s = 60);
 
 }  // namespace nvl::emu

@@ -9,6 +9,12 @@
 
 namespace nvl::emu {
 
-void write_html_report(std::ostream& out, const RunReport& r);
+struct HtmlOptions {
+  // The plots over time as a trailing moving average over this many simulated seconds (whole timeline
+  // samples, at least one); 0: every sample as it is. report.json's series stay raw.
+  double smoothing_s = 0;
+};
+
+void write_html_report(std::ostream& out, const RunReport& r, const HtmlOptions& options = {});
 
 }  // namespace nvl::emu

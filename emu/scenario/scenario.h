@@ -144,6 +144,7 @@ struct ScenarioOutputs {
   double trace_window_s = 30;
   std::int64_t trace_max_events = 500'000;
   bool html = true;
+  double html_smoothing_s = 0;  // report.html's series over time as a moving average over this long; 0: raw
   double timeline_interval_s = 1.0;
 };
 

@@ -58,6 +58,7 @@ void read_outputs(rt::JsonReader o, ScenarioOutputs& out) {
   if (o.has("trace_window_s")) out.trace_window_s = o.seconds("trace_window_s", rt::NumberRule::positive);
   out.trace_max_events = opt_int(o, "trace_max_events", out.trace_max_events, 1);
   if (o.has("html")) out.html = o.boolean("html");
+  if (o.has("html_smoothing_s")) out.html_smoothing_s = o.seconds("html_smoothing_s");
   if (o.has("timeline_interval_s")) {
     out.timeline_interval_s = o.seconds("timeline_interval_s", rt::NumberRule::positive);
     if (out.timeline_interval_s < kMinTimelineIntervalS) {

@@ -188,7 +188,7 @@ TEST(HtmlReport, ShowsEachFaultWithItsTimes) {
   RunReport r = report_over_100_s();
   r.faults = faults.to_json();
   const std::string html = html_of(r);
-  const std::string section = between(html, "<h2>Faults</h2>", "<h2>");
+  const std::string section = between(html, "<h2>Faults</h2>", "<h3>Impact</h3>");  // the table, not the impact
   ASSERT_FALSE(section.empty());
   EXPECT_EQ(count(section, "<tr>"), 3u) << "a header and one row per fault";
   const std::string first = between(section, "<tr><td>1</td>", "</tr>");
@@ -265,6 +265,54 @@ TEST(SvgChart, RoundTicksAndGaps) {
   EXPECT_NE(heat.find("gpu8 prefill 0"), std::string::npos);
 }
 
+// Each fault's impact: the 60 s before its hit against the 60 s after. Hand figures: output 100 tok/s
+// before the hit at 60 s and 40 after (-60%); queued 2 before, 5 after (+150%); running 8 throughout.
+TEST(HtmlReport, ShowsEachFaultsImpact) {
+  RunReport r;
+  for (int s = 1; s <= 150; ++s) {
+    r.timeline.t_s.push_back(s);
+    r.timeline.output_tokens_per_s.push_back(s <= 60 ? 100 : 40);
+    r.timeline.input_tokens_per_s.push_back(0);
+    r.timeline.waiting.push_back(s <= 60 ? 2 : 5);
+    r.timeline.running.push_back(8);
+  }
+  r.faults = nlohmann::json::array({{{"kind", "gpu_lost"}, {"target", "normal rank 7"}, {"hit_s", 60.0}},
+                                    {{"kind", "straggler"}, {"target", "normal rank 1"}, {"hit_s", 150.0}}});
+  const std::string impact = between(html_of(r), "<h3>Impact</h3>", "</table>");
+  ASSERT_FALSE(impact.empty());
+  EXPECT_NE(impact.find("<td>1</td><td>gpu_lost on normal rank 7</td><td>100</td><td>40</td><td>-60.0%</td>"
+                        "<td>2</td><td>5</td><td>+150.0%</td><td>8</td><td>8</td><td>+0.0%</td>"),
+            std::string::npos) << impact;
+  EXPECT_NE(impact.find("<td>2</td><td>straggler on normal rank 1</td><td>40</td><td>-</td><td>-</td>"), std::string::npos)
+      << "a hit at the run's end has no after";
+  EXPECT_EQ(html_of(report_over_100_s()).find("<h3>Impact</h3>"), std::string::npos);
+}
+
+// outputs.html_smoothing_s: the plots over time as a trailing moving average. Output alternates 0 and
+// 100 tok/s each second: raw, the chart reaches 100; over 2 s every full window means 50, so the axis tops
+// at 50 and the title says so.
+TEST(HtmlReport, SmoothsTheSeriesOverTimeWhenAsked) {
+  RunReport r;
+  for (int s = 1; s <= 20; ++s) {
+    r.timeline.t_s.push_back(s);
+    r.timeline.output_tokens_per_s.push_back(s % 2 == 0 ? 100 : 0);
+    r.timeline.input_tokens_per_s.push_back(0);
+    r.timeline.waiting.push_back(0);
+    r.timeline.running.push_back(1);
+  }
+  const auto output_chart = [&](const HtmlOptions& o) {
+    std::ostringstream out;
+    write_html_report(out, r, o);
+    return between(out.str(), "Throughput: output", "</svg>");
+  };
+  const std::string raw = output_chart({});
+  EXPECT_NE(raw.find(">100</text>"), std::string::npos) << raw;
+  const std::string smooth = output_chart({.smoothing_s = 2});
+  EXPECT_EQ(smooth.rfind("Throughput: output (2 s moving average)</text>", 0), 0u) << smooth.substr(0, 80);
+  EXPECT_NE(smooth.find(">50</text>"), std::string::npos);
+  EXPECT_EQ(smooth.find(">100</text>"), std::string::npos) << "no mean of two seconds reaches 100";
+}
+
 TEST(HtmlReport, SaysInOneLineWhenThereWereNoFaults) {
   const std::string html = html_of(report_over_100_s());
   EXPECT_EQ(between(html, "<h2>Faults</h2>", "<h2>"), "<h2>Faults</h2>\n<p>No faults in this run.</p>\n");
@@ -274,7 +322,7 @@ TEST(HtmlReport, SaysInOneLineWhenThereWereNoFaults) {
 TEST(HtmlReport, ReadsFaultsWithFieldsLeftOut) {
   RunReport r = report_over_100_s();
   r.faults = nlohmann::json::array({{{"kind", "router_restart"}, {"hit_s", 12.5}, {"detected_s", 13.0}}, "not a fault"});
-  const std::string section = between(html_of(r), "<h2>Faults</h2>", "<h2>");
+  const std::string section = between(html_of(r), "<h2>Faults</h2>", "<h3>Impact</h3>");
   EXPECT_EQ(count(section, "<tr>"), 2u);
   for (const char* want : {"router_restart", "12.500", "13.000", "0.500", "not recovered"}) {
     EXPECT_NE(section.find(want), std::string::npos) << want << " in " << section;

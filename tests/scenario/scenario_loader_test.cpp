@@ -204,6 +204,8 @@ TEST_F(ScenarioFile, BadOutputsChecksAndStartsAreNamed) {
   named({"outputs.timeline_interval_s=0"}, "outputs.timeline_interval_s");
   named({"outputs.timeline_interval_s=0.0001"}, "outputs.timeline_interval_s");
   named({"outputs.trace=yes"}, "outputs.trace");
+  named({"outputs.html_smoothing_s=-1"}, "outputs.html_smoothing_s");
+  EXPECT_DOUBLE_EQ(load_scenario(write(kMinimal), {"outputs.html_smoothing_s=10"}).outputs.html_smoothing_s, 10.0);
   named({"outputs.trace_window_s=-1"}, "outputs.trace_window_s");
   named({"outputs.trace_max_events=0"}, "outputs.trace_max_events");
   named({"outputs.colour=true"}, "outputs.colour");
