@@ -64,7 +64,7 @@ std::shared_ptr<hal::GpuEvent> FakeDevice::create_event(const std::string& name)
 }
 
 std::shared_ptr<hal::GraphExec> FakeDevice::instantiate(const hal::Graph& graph) {
-  return std::make_shared<FakeGraphExec>(graph, cost_, *profile_, id(), fast_forward_);
+  return std::make_shared<FakeGraphExec>(graph, cost_, *profile_, id(), fast_forward_, static_cast<bool>(detail_observer_));
 }
 
 bool FakeDevice::update(hal::GraphExec& exec, const hal::Graph& graph) {

@@ -63,6 +63,11 @@ class FakeDevice final : public hal::Device {
   // Told of every kernel, graph and copy when it ends (one observer; empty: none).
   void set_span_observer(SpanObserver observer) { span_observer_ = std::move(observer); }
   const SpanObserver& span_observer() const { return span_observer_; }
+  // Told of what runs inside each graph launch, as each part ends: every kernel (its share of its
+  // segment's time by its priced time alone), collective, and fast-forwarded run of a repeated body.
+  // Graphs instantiated while it is set keep their kernels' names for it. Empty: none.
+  void set_detail_observer(SpanObserver observer) { detail_observer_ = std::move(observer); }
+  const SpanObserver& detail_observer() const { return detail_observer_; }
 
   // The statistics its step outcomes are drawn from (its pool's); until set, uniform expert
   // popularity and no MTP draft accepted.
@@ -126,6 +131,7 @@ class FakeDevice final : public hal::Device {
   std::vector<FaultListener> listeners_;
   rt::TimerHandle throttle_end_;
   SpanObserver span_observer_;
+  SpanObserver detail_observer_;
   SampledOutcomes outcomes_;
 };
 

@@ -23,9 +23,9 @@ class FakeGraphExec final : public hal::GraphExec {
   using Segment = GraphLayout::Segment;
 
   // Throws as GraphLayout::assign does. The model and profile must outlive the exec's updates.
-  // fast_forward: as GraphLayout::assign.
+  // fast_forward, keep_kernel_names: as GraphLayout::assign.
   FakeGraphExec(const hal::Graph& graph, const CostModel& model, const DeviceProfile& profile, hal::DeviceId device,
-                bool fast_forward = true);
+                bool fast_forward = true, bool keep_kernel_names = false);
 
   // Later launches run `graph`; throws as the constructor does, leaving the exec as it was.
   void update(const hal::Graph& graph);
@@ -47,6 +47,7 @@ class FakeGraphExec final : public hal::GraphExec {
   const DeviceProfile& profile_;
   hal::DeviceId device_;
   bool fast_forward_;
+  bool keep_kernel_names_;
   KernelListCosts lists_;
   std::shared_ptr<GraphLayout> layout_;
   std::shared_ptr<GraphLayout> spare_;  // the layout before, reused unless a queued launch still holds it

@@ -1,7 +1,10 @@
 #include "fakegpu/fake_stream.h"
 
 #include <algorithm>
+#include <cmath>
+#include <numeric>
 #include <stdexcept>
+#include <string>
 #include <utility>
 
 #include "fakegpu/fake_device.h"
@@ -173,7 +176,34 @@ void FakeStream::start_front() {
   }
 }
 
+void FakeStream::observe_part(std::string_view name, rt::Time from, std::uint64_t bytes, bool ok) const {
+  OpSpan span{device_.id(), name_, name, from, device_.runtime().now(), ok};
+  span.bytes = bytes;
+  device_.detail_observer()(span);
+}
+
+void FakeStream::observe_kernels(std::size_t first, std::size_t end, rt::Time from) const {
+  if (!device_.detail_observer() || first >= end) return;
+  const GraphLayout& graph = *queue_.front().graph;
+  const auto costs = graph.kernels(first, end);
+  const auto alone = [](const KernelCost& k) { return k.overhead_ns + std::max(k.compute_ns, k.memory_ns); };
+  double total = 0;
+  for (const KernelCost& k : costs) total += alone(k);
+  const std::int64_t span_ns = (device_.runtime().now() - from).ns();
+  double before = 0;
+  for (std::size_t i = 0; i < costs.size(); ++i) {
+    // Cut at cumulative shares, so the kernels tile the segment's time without rounding gaps.
+    const double share_start = total > 0 ? before / total : static_cast<double>(i) / static_cast<double>(costs.size());
+    before += alone(costs[i]);
+    const double share_end = total > 0 ? before / total : static_cast<double>(i + 1) / static_cast<double>(costs.size());
+    const rt::Time start = from + rt::ns(std::llround(share_start * static_cast<double>(span_ns)));
+    const rt::Time stop = from + rt::ns(std::llround(share_end * static_cast<double>(span_ns)));
+    device_.detail_observer()(OpSpan{device_.id(), name_, graph.kernel_name(first + i), start, stop, true});
+  }
+}
+
 void FakeStream::run_segment() {
+  segment_start_ = device_.runtime().now();
   const GraphLayout& graph = *queue_.front().graph;
   const auto& segment = graph.segments()[segment_];
   const auto kernels = graph.kernels(segment);
@@ -188,6 +218,8 @@ void FakeStream::run_segment() {
 void FakeStream::on_compute_done(ComputeJob& job) {
   if (&job == &beside_job_) {
     beside_running_ = false;
+    const auto& segment = queue_.front().graph->segments()[segment_];
+    observe_kernels(segment.end_kernel, segment.beside_end, arrived_[segment_]);
     if (!collective_running_) segment_done();
     return;
   }
@@ -197,6 +229,7 @@ void FakeStream::on_compute_done(ComputeJob& job) {
     return;
   }
   const auto& segment = op.graph->segments()[segment_];
+  observe_kernels(segment.first_kernel, segment.end_kernel, segment_start_);
   if (!segment.collective) {
     finish_front(nullptr);  // the last segment
     return;
@@ -219,6 +252,11 @@ void FakeStream::on_async_done(std::uint64_t epoch, const hal::HalError* error) 
   const Op& op = queue_.front();
   if (op.kind == OpKind::graph) {
     collective_running_ = false;
+    if (device_.detail_observer()) {
+      const hal::CollectiveOp& call = *op.graph->segments()[segment_].collective->op;
+      const std::uint64_t bytes = std::accumulate(call.send_bytes.begin(), call.send_bytes.end(), call.bytes);
+      observe_part(call.name, arrived_[segment_], bytes, error == nullptr);
+    }
     if (error == nullptr) {
       if (!beside_running_) segment_done();  // else the kernels beside it end the segment
       return;
@@ -248,6 +286,7 @@ void FakeStream::segment_done() {
     // in the period (after the compute before it: another stream's call then has the links to
     // itself, as it would have); the stream goes on when every group has let it.
     const auto& segments = op.graph->segments();
+    tail_start_ = rt.now();
     tail_waits_ = 0;
     tail_error_.reset();
     for (std::size_t i = segment.period_from + 1; i <= segment_; ++i) tail_waits_ += segments[i].collective ? 1 : 0;
@@ -267,6 +306,12 @@ void FakeStream::on_tail_done(std::uint64_t epoch, const hal::HalError* error) {
   if (epoch != epoch_) return;  // drained by a fault meanwhile
   if (error != nullptr && !tail_error_) tail_error_ = *error;
   if (--tail_waits_ > 0) return;
+  if (device_.detail_observer()) {
+    const auto& segment = queue_.front().graph->segments()[segment_];
+    const std::size_t n = segment.tail_iterations;
+    observe_part(std::to_string(n) + (n == 1 ? " more iteration" : " more iterations") + " (fast-forwarded)", tail_start_, 0,
+                 !tail_error_);
+  }
   if (tail_error_) {
     const hal::HalError e = std::move(*tail_error_);
     tail_error_.reset();
@@ -287,7 +332,9 @@ void FakeStream::finish_front(const hal::HalError* error) {
   if (const auto& observe = device_.span_observer()) {
     const Op& op = queue_.front();
     if (op.kind == OpKind::kernel || op.kind == OpKind::graph || op.kind == OpKind::copy) {
-      observe(OpSpan{device_.id(), name_, name_of(op), op_start_, device_.runtime().now(), error == nullptr});
+      observe(OpSpan{device_.id(), name_, name_of(op), op_start_, device_.runtime().now(), error == nullptr,
+                     op.kind == OpKind::graph ? &op.graph->label() : nullptr,
+                     op.kind == OpKind::copy ? op.transfer.bytes : 0});
     }
   }
   queue_.pop_front();

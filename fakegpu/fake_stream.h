@@ -73,6 +73,10 @@ class FakeStream final : public hal::Stream, private ComputeClient {
   void on_async_done(std::uint64_t epoch, const hal::HalError* error);
   // The running graph's segment is done, its collective and the kernels beside it: the next one starts.
   void segment_done();
+  // Tells the device's detail observer of the running graph's kernels [first, end), which ran from
+  // `from` to now, each its share of that time by its priced time alone; and of one part that did.
+  void observe_kernels(std::size_t first, std::size_t end, rt::Time from) const;
+  void observe_part(std::string_view name, rt::Time from, std::uint64_t bytes, bool ok) const;
   // One group let the running graph's fast-forwarded tail go on (or failed it).
   void on_tail_done(std::uint64_t epoch, const hal::HalError* error);
   // The front operation is done (error: it failed); the next one starts.
@@ -94,6 +98,8 @@ class FakeStream final : public hal::Stream, private ComputeClient {
   std::size_t tail_waits_ = 0;      // groups still holding the tail back
   std::optional<hal::HalError> tail_error_;  // the first group that failed it
   rt::Time op_start_;        // when the running operation started (for the device's span observer)
+  rt::Time segment_start_;   // when the running segment's kernels started (for the detail observer)
+  rt::Time tail_start_;      // when the running fast-forwarded tail started (for the detail observer)
   ComputeJob job_;
   ComputeJob beside_job_;              // the kernels beside the running segment's collective
   bool beside_running_ = false;

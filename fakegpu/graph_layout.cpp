@@ -14,11 +14,16 @@ std::size_t exact_iterations(const hal::RepeatNode& r, bool fast_forward) {
 }  // namespace
 
 void GraphLayout::assign(const hal::Graph& graph, const CostModel& model, const DeviceProfile& profile,
-                         hal::DeviceId device, KernelListCosts& lists, bool fast_forward) {
+                         hal::DeviceId device, KernelListCosts& lists, bool fast_forward, bool keep_kernel_names) {
   costs_.clear();
+  keep_names_ = keep_kernel_names;
+  names_.clear();
+  held_lists_.clear();
+  own_names_.clear();
   segments_.clear();
   calls_kept_ = 0;
   device_ = device;
+  label_ = graph.label();
   if (graph.name() != name_ || launch_name_.empty()) {
     name_ = graph.name();
     launch_name_ = "graph '" + name_ + "'";
@@ -47,6 +52,7 @@ void GraphLayout::assign(const hal::Graph& graph, const CostModel& model, const 
   calls_.reserve(calls);
   segments_.emplace_back();
   costs_.push_back(KernelCost{0, 0, static_cast<double>(profile.graph_launch.ns())});
+  if (keep_names_) names_.push_back("graph launch");
   const Pricing pricing{model, profile, lists, fast_forward};
   for (const hal::GraphNode& node : graph.nodes()) append(node, pricing);
   segments_.back().end_kernel = segments_.back().beside_end = costs_.size();
@@ -57,6 +63,7 @@ void GraphLayout::assign(const hal::Graph& graph, const CostModel& model, const 
 void GraphLayout::append(const hal::GraphNode& node, const Pricing& pricing) {
   if (const auto* k = std::get_if<hal::KernelDesc>(&node)) {
     costs_.push_back(pricing.model.cost(*k, pricing.profile.graph_node));
+    if (keep_names_) names_.push_back(own_names_.emplace_back(k->name));
   } else if (const auto* list = std::get_if<hal::KernelsNode>(&node)) {
     append_kernels(list->kernels, pricing);
   } else if (const auto* r = std::get_if<hal::RepeatNode>(&node)) {
@@ -72,6 +79,14 @@ void GraphLayout::append(const hal::GraphNode& node, const Pricing& pricing) {
 void GraphLayout::append_kernels(const hal::SharedKernels& kernels, const Pricing& pricing) {
   const auto priced = pricing.lists.costs(kernels);
   costs_.insert(costs_.end(), priced.begin(), priced.end());
+  if (!keep_names_) return;
+  for (const hal::KernelDesc& k : *kernels) names_.emplace_back(k.name);
+  held_lists_.push_back(kernels);
+}
+
+std::string_view GraphLayout::kernel_name(std::size_t index) const {
+  if (index < names_.size()) return names_[index];
+  return index == 0 ? "graph launch" : "kernel";
 }
 
 const hal::CollectiveCall& GraphLayout::keep(const hal::CollectiveCall& call) {
@@ -112,6 +127,11 @@ void GraphLayout::append_iteration(const hal::Graph& body, std::size_t first_cos
     costs_.resize(end + run);
     std::copy_n(costs_.begin() + static_cast<std::ptrdiff_t>(first_cost), run,
                 costs_.begin() + static_cast<std::ptrdiff_t>(end));
+    if (keep_names_) {
+      names_.resize(end + run);
+      std::copy_n(names_.begin() + static_cast<std::ptrdiff_t>(first_cost), run,
+                  names_.begin() + static_cast<std::ptrdiff_t>(end));
+    }
     first_cost += run;
     run = 0;
   };

@@ -9,8 +9,10 @@
 // length: after its first collective every member is aligned, so the second iteration is what each
 // later one takes. This keeps a 75-layer MoE step at a handful of events per rank.
 #include <cmath>
+#include <deque>
 #include <span>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -40,16 +42,26 @@ class GraphLayout {
   // dtype the device lacks; std::invalid_argument for a collective whose group does not hold this
   // device at the given rank.
   // fast_forward false runs every iteration of every repeated body (the exact reference mode).
+  // keep_kernel_names: kernel_name() names each kernel (for detailed timelines; the kernel lists are
+  // held while the layout is).
   void assign(const hal::Graph& graph, const CostModel& model, const DeviceProfile& profile, hal::DeviceId device,
-              KernelListCosts& lists, bool fast_forward = true);
+              KernelListCosts& lists, bool fast_forward = true, bool keep_kernel_names = false);
 
   const std::string& name() const { return name_; }
   // How a stream names a launch of it: graph '<name>'.
   const std::string& launch_name() const { return launch_name_; }
+  const hal::StepLabel& label() const { return label_; }
+  // The name of the layout's kernel at `index` (as Segment::first_kernel counts): "graph launch" for
+  // the first, "kernel" unless laid out keeping names.
+  std::string_view kernel_name(std::size_t index) const;
   const std::vector<Segment>& segments() const { return segments_; }
   // A segment's kernels in order; the first segment's starts with the graph-launch overhead.
   std::span<const KernelCost> kernels(const Segment& s) const {
     return std::span<const KernelCost>(costs_).subspan(s.first_kernel, s.end_kernel - s.first_kernel);
+  }
+  // Kernels [first, end) of the layout's, as the segments count them.
+  std::span<const KernelCost> kernels(std::size_t first, std::size_t end) const {
+    return std::span<const KernelCost>(costs_).subspan(first, end - first);
   }
   // The kernels run beside the segment's collective (hal::CollectiveCall::beside).
   std::span<const KernelCost> beside(const Segment& s) const {
@@ -86,8 +98,15 @@ class GraphLayout {
 
   std::string name_;
   std::string launch_name_;
+  hal::StepLabel label_;
   hal::DeviceId device_ = 0;
   std::vector<KernelCost> costs_;  // every segment's kernels, back to back
+  // With kept names: per entry of costs_, its kernel's name, which lies in a list the layout holds or,
+  // for a kernel added alone to the graph, in a copy it keeps.
+  bool keep_names_ = false;
+  std::vector<std::string_view> names_;
+  std::vector<hal::SharedKernels> held_lists_;
+  std::deque<std::string> own_names_;
   std::vector<Segment> segments_;
   // Each collective call of the graph once (a repeated body's calls serve each of its iterations).
   std::vector<hal::CollectiveCall> calls_;

@@ -1,6 +1,7 @@
 // nvl72emu run SCENARIO [--seed N] [--out DIR] [--set key.path=value ...] [--check-determinism]
-// [--event-log FILE]: runs a scenario, prints the summary and writes DIR/report.json, DIR/trace.json and
-// DIR/report.html, and FILE the event log as JSON lines (to diff two runs). Exit 1 when a check fails (the
+// [--event-log FILE] [--compare OTHER/report.json]: runs a scenario, prints the summary and writes
+// DIR/report.json, DIR/trace.json and DIR/report.html (beside the other run's figures and lines when
+// compared), and FILE the event log as JSON lines (to diff two runs). Exit 1 when a check fails (the
 // summary names it), 2 for bad input.
 #include <unistd.h>
 
@@ -31,6 +32,7 @@ struct RunOptions {
   std::vector<std::string> overrides;
   bool check_determinism = false;
   std::string event_log;
+  std::string compare;
 };
 
 template <typename Write>
@@ -47,8 +49,15 @@ int run(const RunOptions& opts) {
   const emu::Scenario scenario = emu::load_scenario(opts.scenario, overrides);
   emu::RunControls controls;
   controls.check_determinism = opts.check_determinism;
-  // Opened before the run, so a bad path fails at once rather than after a long run.
+  // Opened (and read) before the run, so a bad path fails at once rather than after a long run.
   if (!opts.out_dir.empty()) prepare_output_folder(opts.out_dir, "--out");
+  std::optional<emu::OtherRun> other;
+  if (!opts.compare.empty()) {
+    if (opts.out_dir.empty() || !scenario.outputs.html) {
+      throw rt::InputError(opts.compare, "--compare", "sets the runs side by side in report.html: give --out (with outputs.html)");
+    }
+    other = emu::read_other_run(opts.compare);
+  }
   std::ofstream event_log;
   if (!opts.event_log.empty()) {
     event_log.open(opts.event_log);
@@ -63,8 +72,8 @@ int run(const RunOptions& opts) {
     write_file(dir / "report.json", [&](std::ostream& f) { f << emu::to_json(report).dump(2) << '\n'; });
     if (report.trace) write_file(dir / "trace.json", [&](std::ostream& f) { report.trace->write(f); });
     if (scenario.outputs.html) {
-      write_file(dir / "report.html", [&](std::ostream& f) { emu::write_html_report(f, report, {.smoothing_s = scenario.outputs.html_smoothing_s});
-      });
+      const emu::HtmlOptions html{.smoothing_s = scenario.outputs.html_smoothing_s, .compare = other ? &*other : nullptr};
+      write_file(dir / "report.html", [&](std::ostream& f) { emu::write_html_report(f, report, html); });
     }
   }
   return report.checks_pass() ? 0 : 1;
@@ -85,6 +94,9 @@ void register_run_command(CommandRegistry& registry) {
   app->add_option("--event-log", opts->event_log,
                   "Write the event log to this file as JSON lines (token deliveries and request ends included), "
                   "so two runs can be diffed");
+  app->add_option("--compare", opts->compare,
+                  "Another run's report.json: report.html sets its headline figures beside this run's (with the "
+                  "change of each) and draws its line on every plot over time");
 }
 
 }  // namespace nvl::tools

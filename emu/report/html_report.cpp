@@ -3,6 +3,10 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
 #include <sstream>
 #include <ostream>
 
@@ -11,6 +15,7 @@
 #include "emu/report/html_escape.h"
 #include "emu/report/html_fault_section.h"
 #include "emu/report/html_headline.h"
+#include "emu/report/run_comparison.h"
 #include "emu/report/svg_chart.h"
 
 namespace nvl::emu {
@@ -18,6 +23,7 @@ namespace nvl::emu {
 namespace {
 
 constexpr double kPercent = 100.0;
+constexpr double kMsPerS = 1e3;
 
 ChartSeries cdf(const std::string& name, const LatencySummaryMs& l) {
   ChartSeries s{name, {}, {}};
@@ -81,13 +87,81 @@ std::vector<double> hit_rate(const std::vector<double>& hits, const std::vector<
   return out;
 }
 
+// Each plot's series for this run and, when compared, the other run's beside them ("name (label)").
+class BothRuns {
+ public:
+  BothRuns(const Timeline& mine, const HtmlOptions& options)
+      : mine_(mine), mine_over_(mine, options), other_(options.compare) {
+    if (other_ != nullptr) other_over_.emplace(other_->timeline, options);
+  }
+
+  // make(over_time, timeline) -> the series of one run.
+  template <typename Make>
+  std::vector<ChartSeries> operator()(Make&& make) const {
+    std::vector<ChartSeries> out = make(mine_over_, mine_);
+    if (other_ == nullptr) return out;
+    for (ChartSeries s : make(*other_over_, other_->timeline)) {
+      s.name += " (" + other_->label + ")";
+      out.push_back(std::move(s));
+    }
+    return out;
+  }
+  const OverTime& mine() const { return mine_over_; }
+
+ private:
+  const Timeline& mine_;
+  OverTime mine_over_;
+  const OtherRun* other_;
+  std::optional<OverTime> other_over_;
+};
+
+std::vector<ChartSeries> kv_hit_rates(const OverTime& over_time, const Timeline& t) {
+  std::vector<ChartSeries> hits;
+  // Smoothed as tokens hit over tokens looked up in the window, not as a mean of the intervals' rates.
+  const std::vector<double> lookups = over_time.smooth(t.kv_lookup_tokens);
+  for (const auto& [tier, v] : t.kv_hit_tokens) hits.push_back({tier, t.t_s, hit_rate(over_time.smooth(v), lookups)});
+  return hits;
+}
+
+void write_pool_plots(std::ostream& out, const BothRuns& both, const std::string& smoothing,
+                      const std::vector<ChartMarker>& faults) {
+  using Series = std::vector<ChartSeries>;
+  const auto per_pool = [&both](auto pick, double scale) {
+    return both([&](const OverTime& o, const Timeline& t) {
+      Series lines;
+      for (const auto& [name, p] : t.pools) lines.push_back(o(name, pick(p), scale));
+      return lines;
+    });
+  };
+  out << SvgChart::lines(per_pool([](const Timeline::PoolSeries& p) { return p.waiting; }, 1),
+                         {"Requests queued per pool" + smoothing, "simulated s", "requests", std::nullopt, false, faults, "fault hit"});
+  out << SvgChart::lines(per_pool([](const Timeline::PoolSeries& p) { return p.running; }, 1),
+                         {"Batch size per pool (requests running)" + smoothing, "simulated s", "requests", std::nullopt, false,
+                          faults, "fault hit"});
+  out << SvgChart::lines(per_pool([](const Timeline::PoolSeries& p) { return p.kv_used; }, kPercent),
+                         {"GPU KV cache held by requests per pool" + smoothing, "simulated s", "% of blocks", std::nullopt,
+                          false, faults, "fault hit"});
+  const Series split = both([](const OverTime& o, const Timeline& t) {
+    Series parts;
+    for (const char* part : {"queue", "prefill", "kv_transfer", "first_decode"}) {
+      const auto it = t.ttft_split_s.find(part);
+      if (it != t.ttft_split_s.end()) parts.push_back(o(part, it->second, kMsPerS));
+    }
+    return parts;
+  });
+  out << SvgChart::lines(split, {"TTFT split, mean of the requests by their first token's interval" + smoothing, "simulated s",
+                                 "ms", std::nullopt, false, faults, "fault hit"});
+}
+
 }  // namespace
 
 void write_html_report(std::ostream& out, const RunReport& r, const HtmlOptions& options) {
+  using Series = std::vector<ChartSeries>;
   const Timeline& t = r.timeline;
-  const OverTime over_time(t, options);
-  const std::string smoothing = over_time.title_note();
+  const BothRuns both(t, options);
+  const std::string smoothing = both.mine().title_note();
   const std::vector<ChartMarker> faults = fault_markers(r.faults);
+  const nlohmann::json figures = to_json(r);
   out << "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>nvl72emu: " << html_escape(r.scenario)
       << "</title>\n<style>body{font-family:sans-serif;margin:20px;max-width:1500px}"
          "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:3px 8px;text-align:left}"
@@ -98,6 +172,7 @@ void write_html_report(std::ostream& out, const RunReport& r, const HtmlOptions&
       << "</code>, " << r.sim_time_s << " s simulated (" << r.stop_reason << ") in " << r.wall_time_s
       << " s wall: " << r.speedup() << "x, " << r.gpu_seconds_per_wall_second() << " GPU-s per wall-s</p>\n";
   out << headline_html(r);
+  if (options.compare != nullptr) out << comparison_html(figures, *options.compare);
   out << "<h2>Checks</h2><table><tr><th>check</th><th>result</th><th>detail</th></tr>\n";
   for (const auto& c : r.checks) {
     out << "<tr><td>" << html_escape(c.name) << "</td><td class=\"" << (c.result.skipped ? "skipped" : c.result.pass ? "pass" : "fail") << "\">" << c.result.status()
@@ -109,31 +184,36 @@ void write_html_report(std::ostream& out, const RunReport& r, const HtmlOptions&
   out << SvgChart::lines({cdf("TPOT", r.tpot)}, {"TPOT CDF", "ms (log scale)", "share of requests", 1.0, true});
   out << "<h2>Load over time</h2>\n";
   // Input and output differ by 100x and more: each gets its own axis.
-  out << SvgChart::lines({over_time("input", t.input_tokens_per_s)},
+  out << SvgChart::lines(both([](const OverTime& o, const Timeline& x) { return Series{o("input", x.input_tokens_per_s)}; }),
                          {"Throughput: input" + smoothing, "simulated s", "prompt tokens/s", std::nullopt, false, faults, "fault hit"});
-  out << SvgChart::lines({over_time("output", t.output_tokens_per_s)},
+  out << SvgChart::lines(both([](const OverTime& o, const Timeline& x) { return Series{o("output", x.output_tokens_per_s)}; }),
                          {"Throughput: output" + smoothing, "simulated s", "output tokens/s", std::nullopt, false, faults, "fault hit"});
-  out << SvgChart::lines({over_time("waiting", t.waiting), over_time("running", t.running)},
-                         {"Requests queued and running" + smoothing, "simulated s", "requests", std::nullopt, false, faults, "fault hit"});
+  out << SvgChart::lines(
+      both([](const OverTime& o, const Timeline& x) { return Series{o("waiting", x.waiting), o("running", x.running)}; }),
+      {"Requests queued and running" + smoothing, "simulated s", "requests", std::nullopt, false, faults, "fault hit"});
+  out << "<h2>Pools</h2>\n";
+  write_pool_plots(out, both, smoothing, faults);
   out << "<h2>GPU utilisation</h2>\n";
   out << SvgChart::heatmap(t.gpu_names, t.gpu_busy, t.t_s.empty() ? 0 : t.t_s.back(),
                            {"Compute busy share per GPU", "simulated s", "GPU (pool, DP rank or instance)", std::nullopt, false});
   out << "<h2>Links</h2>\n";
-  std::vector<ChartSeries> mean, peak;
-  for (const auto& [cls, v] : t.link_mean) mean.push_back(over_time(cls, v, kPercent));
-  for (const auto& [cls, v] : t.link_peak) peak.push_back(over_time(cls, v, kPercent));
-  out << SvgChart::lines(mean, {"Link utilisation by class (mean over the class's channels)" + smoothing, "simulated s", "%",
-                                std::nullopt, false, faults, "fault hit"});
-  out << SvgChart::lines(peak, {"Busiest channel of each class" + smoothing, "simulated s", "%", std::nullopt, false, faults, "fault hit"});
+  const auto by_class = [&both](const std::map<std::string, std::vector<double>> Timeline::*member) {
+    return both([member](const OverTime& o, const Timeline& x) {
+      Series lines;
+      for (const auto& [cls, v] : x.*member) lines.push_back(o(cls, v, kPercent));
+      return lines;
+    });
+  };
+  out << SvgChart::lines(by_class(&Timeline::link_mean),
+                         {"Link utilisation by class (mean over the class's channels)" + smoothing, "simulated s", "%",
+                          std::nullopt, false, faults, "fault hit"});
+  out << SvgChart::lines(by_class(&Timeline::link_peak),
+                         {"Busiest channel of each class" + smoothing, "simulated s", "%", std::nullopt, false, faults, "fault hit"});
   out << "<h2>KV cache</h2>\n";
-  std::vector<ChartSeries> hits;
-  // Smoothed as tokens hit over tokens looked up in the window, not as a mean of the intervals' rates.
-  const std::vector<double> lookups = over_time.smooth(t.kv_lookup_tokens);
-  for (const auto& [tier, v] : t.kv_hit_tokens) hits.push_back({tier, t.t_s, hit_rate(over_time.smooth(v), lookups)});
-  out << SvgChart::lines(hits, {"KV hit rate by tier (share of prompt tokens admitted)" + smoothing, "simulated s", "%",
-                                std::nullopt, false, faults, "fault hit"});
+  out << SvgChart::lines(both(kv_hit_rates), {"KV hit rate by tier (share of prompt tokens admitted)" + smoothing, "simulated s",
+                                              "%", std::nullopt, false, faults, "fault hit"});
   // Every figure, for reading beside the plots; report.json holds the same.
-  out << "<details><summary>All figures (report.json)</summary><pre>" << html_escape(to_json(r).dump(2))
+  out << "<details><summary>All figures (report.json)</summary><pre>" << html_escape(figures.dump(2))
       << "</pre></details>\n</body></html>\n";
 }
 

@@ -18,7 +18,7 @@
 
 namespace nvl::emu {
 
-inline constexpr int kReportSchemaVersion = 3;
+inline constexpr int kReportSchemaVersion = 4;
 
 struct LatencySummaryMs {
   std::uint64_t count = 0;

@@ -23,6 +23,18 @@ struct Timeline {
   // KV cache lookups per interval: tokens asked for, and hits by tier ("gpu", "grace", "remote").
   std::vector<double> kv_lookup_tokens;
   std::map<std::string, std::vector<double>> kv_hit_tokens;
+  // Each pool's ranks (by the pool's name) -> [sample]: requests queued on them (the router's own queue is
+  // in `waiting` only), requests in their running batches, and the share of their GPU KV blocks that
+  // requests hold (cached blocks count as free: they are evicted on demand).
+  struct PoolSeries {
+    std::vector<double> waiting;
+    std::vector<double> running;
+    std::vector<double> kv_used;
+  };
+  std::map<std::string, PoolSeries> pools;
+  // The TTFT split of the requests whose first token came in each interval, mean seconds per part
+  // ("queue", "prefill", "kv_transfer", "first_decode": RequestTiming's parts); NaN where none did.
+  std::map<std::string, std::vector<double>> ttft_split_s;
 
   std::size_t samples() const { return t_s.size(); }
 };

@@ -1,6 +1,9 @@
 #include "emu/report/trace_recorder.h"
 
+#include <algorithm>
 #include <charconv>
+#include <numeric>
+#include <tuple>
 #include <ostream>
 
 #include <nlohmann/json.hpp>
@@ -60,19 +63,25 @@ bool TraceRecorder::admit(rt::Time t) {
   return true;
 }
 
-void TraceRecorder::span(int process, int thread, std::string_view name, rt::Time start, rt::Time end) {
+void TraceRecorder::span(int process, int thread, std::string_view name, rt::Time start, rt::Time end,
+                         std::string args) {
   if (!admit(start)) return;
-  events_.push_back(Event{'X', process, thread, intern(name), -1, start.ns(), (end - start).ns(), 0});
+  int args_id = -1;
+  if (!args.empty()) {
+    args_.push_back(std::move(args));
+    args_id = static_cast<int>(args_.size() - 1);
+  }
+  events_.push_back(Event{'X', process, thread, intern(name), -1, args_id, start.ns(), (end - start).ns(), 0});
 }
 
 void TraceRecorder::instant(int process, std::string_view name, rt::Time t, std::string_view detail) {
   if (!admit(t)) return;
-  events_.push_back(Event{'i', process, 0, intern(name), intern(detail), t.ns(), 0, 0});
+  events_.push_back(Event{'i', process, 0, intern(name), intern(detail), -1, t.ns(), 0, 0});
 }
 
 void TraceRecorder::counter(int process, std::string_view name, rt::Time t, double value) {
   if (!admit(t)) return;
-  events_.push_back(Event{'C', process, 0, intern(name), -1, t.ns(), 0, value});
+  events_.push_back(Event{'C', process, 0, intern(name), -1, -1, t.ns(), 0, value});
 }
 
 TraceSummary TraceRecorder::summary() const {
@@ -126,7 +135,16 @@ void TraceRecorder::write(std::ostream& out) const {
     buf += quoted_name(thread_names_[t].second);
     buf += "}}";
   }
-  for (const Event& e : events_) {
+  // Spans are recorded as they end: a link's transfers end out of their start order.
+  std::vector<std::size_t> order(events_.size());
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  std::stable_sort(order.begin(), order.end(), [this](std::size_t a, std::size_t b) {
+    const Event& x = events_[a];
+    const Event& y = events_[b];
+    return std::tie(x.process, x.thread, x.ts_ns) < std::tie(y.process, y.thread, y.ts_ns);
+  });
+  for (const std::size_t i : order) {
+    const Event& e = events_[i];
     sep();
     buf += R"({"ph": ")";
     buf += e.phase;
@@ -142,6 +160,10 @@ void TraceRecorder::write(std::ostream& out) const {
       case 'X':
         buf += R"(, "dur": )";
         append_us(e.dur_ns);
+        if (e.args >= 0) {
+          buf += R"(, "args": )";
+          buf += args_[static_cast<std::size_t>(e.args)];
+        }
         break;
       case 'i':
         buf += R"(, "s": "g", "args": {"detail": )";

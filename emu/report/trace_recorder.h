@@ -2,7 +2,7 @@
 // Collects a run's timeline as Chrome trace events (the JSON that ui.perfetto.dev and chrome://tracing
 // open): a process per GPU (a thread per stream) with a span per kernel, graph (step) or copy; a
 // process per link that carried a transfer, with a span per transfer; instants for faults and warnings;
-// counters for link utilisation. Bounded: only events starting inside the window [start_s, start_s +
+// counters for link utilisation. Spans may carry arguments (a step's pool, rank and batch). Bounded: only events starting inside the window [start_s, start_s +
 // window_s) of simulated time are kept, at most max_events of them; summary() says what was cut.
 #include <cstdint>
 #include <functional>
@@ -42,12 +42,14 @@ class TraceRecorder {
   // After the window nothing more can be kept: callers may stop observing.
   bool past_window(rt::Time now) const { return now >= end_; }
 
-  void span(int process, int thread, std::string_view name, rt::Time start, rt::Time end);
+  // `args`: the span's arguments as a JSON object's text ("{...}", shown in the viewer's detail pane), or empty.
+  void span(int process, int thread, std::string_view name, rt::Time start, rt::Time end, std::string args = {});
   void instant(int process, std::string_view name, rt::Time t, std::string_view detail);
   void counter(int process, std::string_view name, rt::Time t, double value);
 
   TraceSummary summary() const;
-  // {"traceEvents": [...], "displayTimeUnit": "ms", "otherData": {...the summary...}}
+  // {"traceEvents": [...], "displayTimeUnit": "ms", "otherData": {...the summary...}}; the events of each
+  // track (thread, or process for instants and counters) in time order.
   void write(std::ostream& out) const;
 
  private:
@@ -57,6 +59,7 @@ class TraceRecorder {
     int thread;
     int name;    // interned
     int detail;  // interned, -1: none
+    int args;    // a span's: index into args_, -1: none
     std::int64_t ts_ns;
     std::int64_t dur_ns;
     double value;
@@ -76,6 +79,7 @@ class TraceRecorder {
   rt::Time end_;
   std::vector<Event> events_;
   std::vector<std::string> strings_;
+  std::vector<std::string> args_;
   NameIds string_ids_;
   std::vector<int> process_names_;                      // pid -> interned name
   NameIds process_ids_;

@@ -8,6 +8,9 @@
 #include <numeric>
 #include <optional>
 #include <sstream>
+#include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -22,6 +25,7 @@
 #include "emu/report/request_latency.h"
 #include "emu/scenario/closed_loop_driver.h"
 #include "emu/scenario/deployment.h"
+#include "emu/scenario/gpu_roles.h"
 #include "emu/scenario/progress_bar.h"
 #include "emu/scenario/session_driver.h"
 #include "emu/scenario/timeline_sampler.h"
@@ -142,21 +146,51 @@ ResourceSnapshot snapshot(Deployment& d) {
   return s;
 }
 
+std::string span_name(std::string_view op, bool ok) { return ok ? std::string(op) : "failed: " + std::string(op); }
+
+// A transfer's or copy's trace arguments.
+std::string bytes_args(std::uint64_t bytes) { return bytes > 0 ? R"({"bytes": )" + std::to_string(bytes) + "}" : std::string(); }
+
+// A GPU span's name and arguments: a step says what it computed and for whom (its pool, instance and
+// rank); a copy its size.
+std::pair<std::string, std::string> gpu_span(const fakegpu::OpSpan& s, const GpuRole& role) {
+  if (s.step == nullptr || !s.step->is_step()) return {span_name(s.op, s.ok), bytes_args(s.bytes)};
+  const hal::StepLabel& l = *s.step;
+  nlohmann::json args = {{"pool", role.pool},
+                         {"instance", role.instance},
+                         {"step", l.step},
+                         {"batch", l.prefill_requests + l.decode_requests},
+                         {"prefill_requests", l.prefill_requests},
+                         {"prefill_tokens", l.prefill_tokens},
+                         {"decode_requests", l.decode_requests},
+                         {"decode_tokens", l.decode_tokens},
+                         {"kv_context_tokens", l.context_tokens},
+                         {"layers", std::to_string(l.first_layer) + "-" + std::to_string(l.end_layer - 1)}};
+  if (role.dp_rank >= 0) args["rank"] = role.dp_rank;
+  if (l.micro_batch >= 0) args["micro_batch"] = l.micro_batch;
+  return {span_name(std::string(l.kind()) + " step", s.ok), args.dump()};
+}
+
 // Wires the trace recorder to the fleet's streams, the fabric's transfers and the event log's warnings.
 class TraceWiring {
  public:
-  TraceWiring(TraceRecorder& trace, Deployment& d) : trace_(trace), deployment_(d) {
+  // kernels: what runs inside each graph too (outputs.trace_detail "kernels"), on the graph's track.
+  TraceWiring(TraceRecorder& trace, Deployment& d, const ScenarioDeployment& layout, bool kernels)
+      : trace_(trace), deployment_(d) {
     fakegpu::GpuFleet& fleet = d.cluster().fleet();
+    roles_ = gpu_roles(layout, fleet.size());
     for (int i = 0; i < fleet.size(); ++i) {
-      const int pid = trace_.process("gpu " + std::to_string(i));
-      fleet.device(i).set_span_observer([this, pid](const fakegpu::OpSpan& s) {
+      const GpuRole& role = roles_[static_cast<std::size_t>(i)];
+      const int pid = trace_.process(gpu_name(i, role));
+      fleet.device(i).set_span_observer([this, pid, &role](const fakegpu::OpSpan& s) {
         if (!trace_.in_window(s.start)) return;
-        const int tid = trace_.thread(pid, s.stream);
-        if (s.ok) {
-          trace_.span(pid, tid, s.op, s.start, s.end);
-        } else {
-          trace_.span(pid, tid, "failed: " + std::string(s.op), s.start, s.end);
-        }
+        auto [name, args] = gpu_span(s, role);
+        trace_.span(pid, trace_.thread(pid, s.stream), name, s.start, s.end, std::move(args));
+      });
+      if (!kernels) continue;
+      fleet.device(i).set_detail_observer([this, pid](const fakegpu::OpSpan& s) {
+        if (!trace_.in_window(s.start)) return;
+        trace_.span(pid, trace_.thread(pid, s.stream), span_name(s.op, s.ok), s.start, s.end, bytes_args(s.bytes));
       });
     }
     fabric::Fabric& fabric = d.cluster().fabric();
@@ -164,11 +198,7 @@ class TraceWiring {
       if (s.channel < 0 || !trace_.in_window(s.start)) return;
       const int pid = trace_.process("link " + fabric.topology().channels()[static_cast<std::size_t>(s.channel)].name);
       const int tid = trace_.thread(pid, "transfers");
-      if (s.ok) {
-        trace_.span(pid, tid, s.op, s.start, s.end);
-      } else {
-        trace_.span(pid, tid, "failed: " + std::string(s.op), s.start, s.end);
-      }
+      trace_.span(pid, tid, span_name(s.op, s.ok), s.start, s.end, bytes_args(s.bytes));
     });
     faults_ = trace_.process("faults and warnings");
     links_ = trace_.process("link utilisation");
@@ -193,13 +223,17 @@ class TraceWiring {
     if (detached_ || !trace_.past_window(now)) return;
     detached_ = true;
     fakegpu::GpuFleet& fleet = deployment_.cluster().fleet();
-    for (int i = 0; i < fleet.size(); ++i) fleet.device(i).set_span_observer(nullptr);
+    for (int i = 0; i < fleet.size(); ++i) {
+      fleet.device(i).set_span_observer(nullptr);
+      fleet.device(i).set_detail_observer(nullptr);
+    }
     deployment_.cluster().fabric().set_transfer_observer(nullptr);
   }
 
  private:
   TraceRecorder& trace_;
   Deployment& deployment_;
+  std::vector<GpuRole> roles_;  // sized once: the observers hold references into it
   int faults_ = 0;
   int links_ = 0;
   bool detached_ = false;
@@ -248,7 +282,7 @@ RunReport run_once(const Scenario& sc, const RunControls& controls, std::vector<
         rt.record("client", "done",
                   {{"request", t.id}, {"status", t.failure.empty() ? "finished" : t.failure}, {"output_tokens", t.output_tokens}});
         for (auto& c : checkers) c->on_done(t);
-        sampler->on_done(t.id);
+        sampler->on_done(t);
         bench.on_done(t, rt.now());
         driver->on_done(t);
       });
@@ -278,7 +312,7 @@ RunReport run_once(const Scenario& sc, const RunControls& controls, std::vector<
   if (with_outputs && sc.outputs.trace) {
     trace = std::make_shared<TraceRecorder>(TraceOptions{sc.outputs.trace_start_s, sc.outputs.trace_window_s,
                                                          static_cast<std::uint64_t>(sc.outputs.trace_max_events)});
-    wiring.emplace(*trace, deployment);
+    wiring.emplace(*trace, deployment, sc.deployment, sc.outputs.trace_detail == "kernels");
   }
   rt.log().set_observer([&](rt::Time t, std::string_view source_name, std::string_view kind,
                             const nlohmann::json& fields, rt::Severity severity) {

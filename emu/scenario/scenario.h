@@ -143,6 +143,9 @@ struct ScenarioOutputs {
   double trace_start_s = 0;
   double trace_window_s = 30;
   std::int64_t trace_max_events = 500'000;
+  // "steps": a span per step graph, kernel launched alone and copy; "kernels": inside each step graph
+  // too, a span per kernel, collective and fast-forwarded run of layers.
+  std::string trace_detail = "steps";
   bool html = true;
   double html_smoothing_s = 0;  // report.html's series over time as a moving average over this long; 0: raw
   double timeline_interval_s = 1.0;

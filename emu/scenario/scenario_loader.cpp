@@ -30,6 +30,7 @@ constexpr std::array<std::string_view, 2> kFabricModes = {"fast", "exact"};
 constexpr std::array<std::string_view, 13> kAssertionGroups = {
     "sim_time_s", "wall_time_s", "speedup", "gpu_seconds_per_wall_second", "peak_rss_bytes", "requests",
     "latency_ms", "throughput", "kv", "links", "kernels", "routing", "benchmark"};
+constexpr std::array<std::string_view, 2> kTraceDetails = {"steps", "kernels"};
 constexpr double kMinTimelineIntervalS = 0.001;  // finer sampling costs more than it shows
 constexpr std::int64_t kMaxTraceBlockTokens = 1 << 20;  // far above any KV block size
 
@@ -57,6 +58,7 @@ void read_outputs(rt::JsonReader o, ScenarioOutputs& out) {
   if (o.has("trace_start_s")) out.trace_start_s = o.number("trace_start_s");
   if (o.has("trace_window_s")) out.trace_window_s = o.seconds("trace_window_s", rt::NumberRule::positive);
   out.trace_max_events = opt_int(o, "trace_max_events", out.trace_max_events, 1);
+  out.trace_detail = one_of(o, "trace_detail", kTraceDetails, out.trace_detail);
   if (o.has("html")) out.html = o.boolean("html");
   if (o.has("html_smoothing_s")) out.html_smoothing_s = o.seconds("html_smoothing_s");
   if (o.has("timeline_interval_s")) {

@@ -1,6 +1,9 @@
 #include "emu/scenario/timeline_sampler.h"
 
 #include <algorithm>
+#include <limits>
+
+#include "emu/scenario/gpu_roles.h"
 
 namespace nvl::emu {
 
@@ -29,28 +32,16 @@ void add(const engine::KvHitCounts& c, KvHits& h) {
   h.grace_offload_bytes += c.grace_stored_bytes;
 }
 
-// "gpuN" and what it serves: a decoding pool's DP rank (numbered as the router numbers them, over every
-// decoding pool), or a prefill pool's instance.
-std::vector<std::string> gpu_names(const ScenarioDeployment& layout, int gpus) {
-  std::vector<std::string> names;
-  for (int i = 0; i < gpus; ++i) names.push_back("gpu" + std::to_string(i));
-  std::int64_t rank = 0;
-  for (const ScenarioPool& p : layout.pools) {
-    for (std::size_t inst = 0; inst < p.instance_gpus.size(); ++inst) {
-      const auto& g = p.instance_gpus[inst];
-      for (std::size_t j = 0; j < g.size(); ++j) {
-        if (g[j] < 0 || g[j] >= gpus) continue;
-        std::string& name = names[static_cast<std::size_t>(g[j])];
-        if (p.decodes()) {
-          name += " " + p.name + " rank " + std::to_string(rank + static_cast<std::int64_t>(j) / p.tp);
-        } else {
-          name += " " + p.name + " " + std::to_string(inst);
-        }
-      }
-      if (p.decodes()) rank += static_cast<std::int64_t>(g.size()) / p.tp;
-    }
-  }
-  return names;
+// One pool's ranks at a sample.
+struct PoolNow {
+  double waiting = 0, running = 0, kv_used = 0, kv_capacity = 0;
+};
+
+void add_rank(PoolNow& pool, const engine::RankScheduler& sched, const engine::KvCacheManager& kv) {
+  pool.waiting += static_cast<double>(sched.waiting());
+  pool.running += static_cast<double>(sched.running());
+  pool.kv_used += static_cast<double>(kv.gpu().used_blocks());
+  pool.kv_capacity += static_cast<double>(kv.gpu().capacity());
 }
 
 }  // namespace
@@ -62,7 +53,9 @@ TimelineSampler::TimelineSampler(rt::Runtime& rt, Deployment& deployment, const 
   fakegpu::GpuFleet& fleet = deployment_.cluster().fleet();
   timeline_.gpu_busy.resize(static_cast<std::size_t>(fleet.size()));
   busy_.resize(static_cast<std::size_t>(fleet.size()));
-  timeline_.gpu_names = gpu_names(layout, fleet.size());
+  pools_ = pool_membership(layout);
+  const std::vector<GpuRole> roles = gpu_roles(layout, fleet.size());
+  for (int i = 0; i < fleet.size(); ++i) timeline_.gpu_names.push_back(gpu_name(i, roles[static_cast<std::size_t>(i)]));
   for (int i = 0; i < fleet.size(); ++i) {
     busy_[static_cast<std::size_t>(i)] = fleet.device(i).compute().busy_time();
   }
@@ -88,10 +81,42 @@ void TimelineSampler::on_submit(const engine::RequestState& r) { prompt_tokens_[
 void TimelineSampler::on_tokens(engine::RequestId id, std::int64_t count, bool first) {
   output_tokens_ += static_cast<double>(count);
   if (!first) return;
+  first_token_sample_[id] = timeline_.samples();  // the interval open now
   const auto it = prompt_tokens_.find(id);
   if (it == prompt_tokens_.end()) return;
   input_tokens_ += static_cast<double>(it->second);
   prompt_tokens_.erase(it);
+}
+
+void TimelineSampler::on_done(const engine::RequestTiming& t) {
+  prompt_tokens_.erase(t.id);  // failed before its first token
+  const auto it = first_token_sample_.find(t.id);
+  if (it == first_token_sample_.end()) return;
+  if (split_.size() <= it->second) split_.resize(it->second + 1);
+  SplitSums& s = split_[it->second];
+  s.queue += t.queue().seconds();
+  s.prefill += t.prefill().seconds();
+  s.kv_transfer += t.kv_transfer().seconds();
+  s.first_decode += t.first_decode_step().seconds();
+  ++s.requests;
+  first_token_sample_.erase(it);
+}
+
+Timeline TimelineSampler::take() {
+  Timeline& t = timeline_;
+  const std::size_t n = t.samples();
+  const double gap = std::numeric_limits<double>::quiet_NaN();
+  for (const char* part : {"queue", "prefill", "kv_transfer", "first_decode"}) t.ttft_split_s[part].assign(n, gap);
+  for (std::size_t i = 0; i < n && i < split_.size(); ++i) {
+    const SplitSums& s = split_[i];
+    if (s.requests == 0) continue;
+    const auto mean = [&s](double sum) { return sum / static_cast<double>(s.requests); };
+    t.ttft_split_s["queue"][i] = mean(s.queue);
+    t.ttft_split_s["prefill"][i] = mean(s.prefill);
+    t.ttft_split_s["kv_transfer"][i] = mean(s.kv_transfer);
+    t.ttft_split_s["first_decode"][i] = mean(s.first_decode);
+  }
+  return std::move(timeline_);
 }
 
 KvHits TimelineSampler::kv_hits() const {
@@ -116,16 +141,24 @@ void TimelineSampler::sample() {
   input_tokens_ = output_tokens_ = 0;
 
   engine::PdSystem& system = deployment_.system();
-  double waiting = static_cast<double>(system.pending()), running = 0;
+  std::map<std::string, PoolNow> pools;
   for (std::int32_t r = 0; r < system.ranks(); ++r) {
-    waiting += static_cast<double>(system.scheduler(r).waiting());
-    running += static_cast<double>(system.scheduler(r).running());
+    add_rank(pools[pools_.rank_pool.at(static_cast<std::size_t>(r))], system.scheduler(r), system.kv(r));
   }
   for (std::size_t i = 0; i < system.prefill_instances(); ++i) {
+    PoolNow& pool = pools[pools_.prefill_pool.at(i)];
     for (std::int32_t r = 0; r < system.prefill(i).ranks(); ++r) {
-      waiting += static_cast<double>(system.prefill(i).scheduler(r).waiting());
-      running += static_cast<double>(system.prefill(i).scheduler(r).running());
+      add_rank(pool, system.prefill(i).scheduler(r), system.prefill(i).kv(r));
     }
+  }
+  double waiting = static_cast<double>(system.pending()), running = 0;
+  for (const auto& [name, pool] : pools) {
+    Timeline::PoolSeries& series = t.pools[name];
+    series.waiting.push_back(pool.waiting);
+    series.running.push_back(pool.running);
+    series.kv_used.push_back(pool.kv_capacity > 0 ? pool.kv_used / pool.kv_capacity : 0);
+    waiting += pool.waiting;
+    running += pool.running;
   }
   t.waiting.push_back(waiting);
   t.running.push_back(running);

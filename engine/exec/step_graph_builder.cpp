@@ -21,6 +21,20 @@ std::shared_ptr<const hal::CollectiveOp> all_to_all(hal::AllToAllRole role, cons
 void add_list(hal::Graph& g, const hal::SharedKernels& kernels) {
   if (!kernels->empty()) g.add(kernels);
 }
+
+// The batch as timelines show it; the worker numbers the step.
+void label_batch(hal::StepLabel& label, const RankBatch& batch) {
+  label.prefill_requests = static_cast<std::int32_t>(batch.prefills.size());
+  label.decode_requests = static_cast<std::int32_t>(batch.decodes.size());
+  for (const PrefillSpan& p : batch.prefills) {
+    label.prefill_tokens += p.new_tokens;
+    label.context_tokens += p.prior_tokens;
+  }
+  for (const DecodeSpan& d : batch.decodes) {
+    label.decode_tokens += d.new_tokens;
+    label.context_tokens += d.context_tokens;
+  }
+}
 }  // namespace
 
 StepGraphBuilder::StepGraphBuilder(const LayerKernels& kernels, const MoeTraffic* traffic, StepGraphOptions opts)
@@ -218,6 +232,9 @@ hal::Graph StepGraphBuilder::main_layers(const RankBatch& batch, const hal::Shar
     throw std::invalid_argument("step graph: tokens_per_rank has no entry for rank " + std::to_string(opts_.rank));
   }
   hal::Graph g("step");
+  label_batch(g.label(), batch);
+  g.label().first_layer = first_layer;
+  g.label().end_layer = end_layer;
   // The dense and MoE repeats (and those of their layers that share the indexer), the head, and the
   // MTP repeat and its head after them.
   g.reserve(7);

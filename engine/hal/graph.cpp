@@ -74,6 +74,7 @@ Graph& Graph::add_repeat(std::shared_ptr<const Graph> body, std::size_t times) {
 
 void Graph::clear() {
   nodes_.clear();
+  label_ = StepLabel{};
   kernels_ = 0;
   collectives_ = 0;
 }

@@ -9,6 +9,7 @@
 
 #include "engine/hal/collectives.h"
 #include "engine/hal/kernel.h"
+#include "engine/hal/step_label.h"
 
 namespace nvl::hal {
 
@@ -70,10 +71,13 @@ class Graph {
   Graph& add_repeat(Graph body, std::size_t times);
   // As above with a body other graphs may share (not null); it must not change while they hold it.
   Graph& add_repeat(std::shared_ptr<const Graph> body, std::size_t times);
-  // Empties the graph to build it again, keeping its name and its room for nodes.
+  // Empties the graph (and its label) to build it again, keeping its name and its room for nodes.
   void clear();
 
   const std::string& name() const { return name_; }
+  // Which step this graph is, for timelines (the step builder fills in the batch, the worker the step).
+  StepLabel& label() { return label_; }
+  const StepLabel& label() const { return label_; }
   const std::vector<GraphNode>& nodes() const { return nodes_; }
   // Counted over every iteration of repeated bodies.
   std::size_t kernel_count() const { return kernels_; }
@@ -83,6 +87,7 @@ class Graph {
   void check(const CollectiveCall& call) const;
 
   std::string name_;
+  StepLabel label_;
   std::vector<GraphNode> nodes_;
   std::size_t kernels_ = 0;
   std::size_t collectives_ = 0;

@@ -448,6 +448,12 @@ bool NormalWorkerGroup::two_batch_step() const {
   return prefill == 0 && decode > 0 && decodes_split;
 }
 
+hal::Graph NormalWorkerGroup::numbered(hal::Graph step, std::int32_t micro_batch) const {
+  step.label().step = static_cast<std::int64_t>(steps_);
+  step.label().micro_batch = micro_batch;
+  return step;
+}
+
 void NormalWorkerGroup::launch_two_batches() {
   std::vector<std::array<RankBatch, 2>> micro;
   micro.reserve(live_.size());
@@ -467,8 +473,8 @@ void NormalWorkerGroup::launch_two_batches() {
       // Both micro-batches start after what the first stream waits for (write-back offloads).
       g.stream->record(*g.copies_done);
       g.stream_b->wait(*g.copies_done);
-      g.stream->launch(hal::refresh(*g.device, g.exec, g.builder->build(micro[i][0], tokens_a_)));
-      g.stream_b->launch(hal::refresh(*g.device, g.exec_b, g.builder_b->build(micro[i][1], tokens_b_)));
+      g.stream->launch(hal::refresh(*g.device, g.exec, numbered(g.builder->build(micro[i][0], tokens_a_), 0)));
+      g.stream_b->launch(hal::refresh(*g.device, g.exec_b, numbered(g.builder_b->build(micro[i][1], tokens_b_), 1)));
     }
   }
 }

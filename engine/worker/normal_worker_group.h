@@ -216,6 +216,8 @@ class NormalWorkerGroup {
   // Launches the planned step on every live rank and waits for it; false (the step undone) on failure.
   bool run_step(StepKind kind);
   void reload_experts(Gpu& g, hal::Stream& stream, std::size_t rank);
+  // A step graph numbered for timelines (micro_batch: two-batch overlap's 0 or 1, else -1).
+  hal::Graph numbered(hal::Graph step, std::int32_t micro_batch = -1) const;
   // Undoes the side's step on every live rank and reports the ranks the errors name; false.
   bool step_failed(StepKind kind, const std::vector<std::pair<std::int32_t, hal::HalError>>& failures);
   // A side's step is over (done, empty or failed): the rank changes asked for meanwhile apply once no

@@ -248,8 +248,9 @@ void PrefillWorker::launch_step() {
       for (std::int64_t m = 0; m < members(); ++m) {
         Gpu& g = gpu(s, m);
         const RankBatch& batch = ranks_[static_cast<std::size_t>(m / tp)].batch;
-        g.stream->launch(
-            g.device->instantiate(g.builder->build_layers(batch, tokens_, first, end, range.last && k + 1 == groups)));
+        hal::Graph step = g.builder->build_layers(batch, tokens_, first, end, range.last && k + 1 == groups);
+        step.label().step = static_cast<std::int64_t>(steps_);
+        g.stream->launch(g.device->instantiate(step));
       }
       if (!any_finishing) continue;
       // Layers that share a DSA indexer (IndexShare) store no indexer keys: count the bytes per layer.

@@ -45,9 +45,9 @@ bool NormalWorkerGroup::run_step(StepKind kind) {
       if (!tbo) {
         for (Gpu& g : r.gpus) {
           if (kind == StepKind::prefill) {
-            g.stream_p->launch(hal::refresh(*g.device, g.exec_p, g.builder_p->build(r.batch[l], tokens_[l])));
+            g.stream_p->launch(hal::refresh(*g.device, g.exec_p, numbered(g.builder_p->build(r.batch[l], tokens_[l]))));
           } else {
-            g.stream->launch(hal::refresh(*g.device, g.exec, g.builder->build(r.batch[l], tokens_[l])));
+            g.stream->launch(hal::refresh(*g.device, g.exec, numbered(g.builder->build(r.batch[l], tokens_[l]))));
           }
         }
       }

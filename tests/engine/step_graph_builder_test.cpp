@@ -189,6 +189,27 @@ TEST_F(StepGraphBuilderTest, AnIdleRankStillJoinsEveryAllToAll) {
   for (const auto& l : lists_of(g)) EXPECT_FALSE(l->empty()) << "empty lists are left out";
 }
 
+TEST_F(StepGraphBuilderTest, AStepIsLabelledWithItsBatchForTimelines) {
+  RankBatch batch = decodes(3, 1'000);
+  batch.prefills.push_back(PrefillSpan{.prior_tokens = 512, .new_tokens = 2'048, .samples = true});
+  const std::vector<std::int64_t> tokens{2'051, 0, 0, 0};
+  route(tokens);
+  const hal::StepLabel l = builder.build(batch, tokens).label();
+  EXPECT_STREQ(l.kind(), "mixed");
+  EXPECT_EQ(l.prefill_requests, 1);
+  EXPECT_EQ(l.decode_requests, 3);
+  EXPECT_EQ(l.prefill_tokens, 2'048);
+  EXPECT_EQ(l.decode_tokens, 3);
+  EXPECT_EQ(l.context_tokens, 512 + 1'000 + 1'100 + 1'200) << "the cached prefix and every decode's context";
+  EXPECT_EQ(l.first_layer, 0);
+  EXPECT_EQ(l.end_layer, model.num_hidden_layers);
+  EXPECT_EQ(l.step, -1) << "the worker numbers the step";
+  const hal::StepLabel idle = builder.build_layers(RankBatch{}, tokens, 3, 9, false).label();
+  EXPECT_STREQ(idle.kind(), "idle");
+  EXPECT_EQ(idle.first_layer, 3);
+  EXPECT_EQ(idle.end_layer, 9);
+}
+
 TEST_F(StepGraphBuilderTest, EpOverTheTpGroupWithoutAllToAllsKeepsTheExpertsAndDropsTheDispatchAndCombine) {
   // TP4 + EP4 at dp 1: the batch is on every GPU, rank 1's slice would be tokens[1]; without all-to-alls
   // rank 1 runs its experts on the same pairs and only the two all-reduces of each layer are left.

@@ -1,5 +1,9 @@
 // Graph launches: one event per segment between collectives, priced as the sum of the kernels with a
 // per-graph launch overhead; collectives hand over to the group and wait for its slowest member.
+#include <optional>
+#include <string>
+#include <vector>
+
 #include <gtest/gtest.h>
 
 #include "engine/hal/hal_error.h"
@@ -176,6 +180,56 @@ TEST(Graph, ARepeatedBodyEndsWhenReplayingItWould) {
   EXPECT_EQ(unrolled.arrivals, 2u * 2 * 75);
   EXPECT_EQ(repeated.arrivals, 2u * 2 * 2) << "two iterations run exactly, the rest is extrapolated";
   EXPECT_LT(repeated.events * 10, unrolled.events);
+}
+
+// With a detail observer a launch is told part by part: its kernels (each its share of its segment by
+// its priced time alone), collectives and the fast-forwarded iterations tile the graph's span.
+TEST(Graph, TheDetailObserverTilesALaunchWithItsKernelsCollectivesAndFastForwardedLayers) {
+  Rig rig("gb300", 2);
+  auto group = std::make_shared<FixedLatencyGroup>(rig.rt, "ep", std::vector<hal::DeviceId>{0, 1}, rt::us(20));
+  const auto embed = kernel(KernelKind::gemm, DType::fp8, 3'000'000'000, 10'000'000, "embed");
+  const auto attn = kernel(KernelKind::attn_decode, DType::bf16, 1'000'000'000, 100'000'000, "attn");
+  const auto experts = std::make_shared<const std::vector<hal::KernelDesc>>(
+      std::vector<hal::KernelDesc>{kernel(KernelKind::moe_gemm, DType::fp8, 4'000'000'000, 50'000'000, "experts")});
+  struct Part {
+    std::string name;
+    rt::Time start, end;
+    std::uint64_t bytes;
+  };
+  std::vector<Part> parts;
+  std::optional<Part> graph;
+  rig.gpu(0).set_detail_observer([&](const OpSpan& s) { parts.push_back({std::string(s.op), s.start, s.end, s.bytes}); });
+  rig.gpu(0).set_span_observer([&](const OpSpan& s) { graph = Part{std::string(s.op), s.start, s.end, 0}; });
+  for (int rank = 0; rank < 2; ++rank) {
+    hal::Graph layer("layer");
+    layer.add(attn);
+    hal::CollectiveOp dispatch = op(hal::CollectiveKind::all_to_all, "dispatch");
+    dispatch.send_bytes = {100, 200};
+    layer.add(hal::CollectiveCall{group, rank, dispatch});
+    layer.add(experts);
+    layer.add(hal::CollectiveCall{group, rank, op(hal::CollectiveKind::all_to_all, "combine")});
+    hal::Graph step("step");
+    step.add(embed);
+    step.add_repeat(layer, 10);
+    rig.gpu(rank).create_stream("step").launch(rig.gpu(rank).instantiate(step));
+  }
+  rig.rt.run();
+  ASSERT_TRUE(graph.has_value());
+  std::vector<std::string> names;
+  for (const Part& p : parts) names.push_back(p.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"graph launch", "embed", "attn", "dispatch", "experts", "combine", "attn",
+                                             "dispatch", "experts", "combine", "8 more iterations (fast-forwarded)"}));
+  EXPECT_EQ(parts.front().start, graph->start);
+  EXPECT_EQ(parts.back().end, graph->end);
+  for (std::size_t i = 1; i < parts.size(); ++i) EXPECT_EQ(parts[i].start, parts[i - 1].end) << "no gap before " << names[i];
+  EXPECT_EQ(parts[3].bytes, 300u) << "an all-to-all's bytes sent";
+  // Hand estimate: the first segment (launch, embed, attn) splits by each kernel's priced time alone.
+  const auto alone = [&](const hal::KernelDesc& k) {
+    const KernelCost c = rig.gpu().cost_model().cost(k, rig.fleet->profile().graph_node);
+    return c.overhead_ns + std::max(c.compute_ns, c.memory_ns);
+  };
+  const auto ns = [](const Part& p) { return static_cast<double>((p.end - p.start).ns()); };
+  EXPECT_NEAR(ns(parts[1]) / ns(parts[2]), alone(embed) / alone(attn), 0.01);
 }
 
 // Two ranks step 75 repeated memory-bound layers, each ending in an all-to-all; rank 1 may be

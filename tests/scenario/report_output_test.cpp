@@ -1,7 +1,10 @@
 // The report outputs: the Chrome trace keeps only its window and cap and says what it cut; the SVG
 // charts and the HTML page are self-contained and show the data they are given, faults included.
+#include <cmath>
 #include <limits>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -10,7 +13,9 @@
 #include "emu/report/html_report.h"
 #include "emu/report/si_figure.h"
 #include "emu/report/request_latency.h"
+#include "emu/report/run_comparison.h"
 #include "emu/report/svg_chart.h"
+#include "emu/report/timeline_json.h"
 #include "emu/report/trace_recorder.h"
 #include "emu/rt/event_log.h"
 
@@ -88,6 +93,34 @@ TEST(TraceRecorder, KeepsTheWindowAndCountsWhatItCuts) {
   EXPECT_EQ(j.at("otherData").at("over_cap"), 1);
 }
 
+TEST(TraceRecorder, WritesSpanArgumentsAndEachTrackInTimeOrder) {
+  TraceRecorder t(TraceOptions{.start_s = 0, .window_s = 10});
+  const int link = t.process("link a");
+  const int transfers = t.thread(link, "transfers");
+  const int gpu = t.process("gpu 0");
+  const int stream = t.thread(gpu, "decode");
+  // Recorded as they end: the long transfer that started first ends last.
+  t.span(link, transfers, "short", at_ms(20), at_ms(30), R"({"bytes": 5})");
+  t.span(gpu, stream, "decode step", at_ms(5), at_ms(40), R"({"batch": 3})");
+  t.span(link, transfers, "long", at_ms(10), at_ms(50));
+  std::ostringstream out;
+  t.write(out);
+  const nlohmann::json j = nlohmann::json::parse(out.str());
+  std::vector<std::string> order;
+  for (const auto& e : j.at("traceEvents")) {
+    if (e.at("ph") != "X") continue;
+    order.push_back(e.at("name"));
+    if (e.at("name") == "short") {
+      EXPECT_EQ(e.at("args").at("bytes"), 5);
+    } else if (e.at("name") == "decode step") {
+      EXPECT_EQ(e.at("args").at("batch"), 3);
+    } else {
+      EXPECT_FALSE(e.contains("args"));
+    }
+  }
+  EXPECT_EQ(order, (std::vector<std::string>{"long", "short", "decode step"}));
+}
+
 TEST(TraceRecorder, WritesMicrosecondsToTheNanosecondAndThreadsPerProcess) {
   TraceRecorder t(TraceOptions{.start_s = 0, .window_s = 10});
   const int a = t.process("gpu 0");
@@ -139,6 +172,10 @@ TEST(HtmlReport, IsOnePageWithItsPlotsAndChecks) {
   r.timeline.input_tokens_per_s = {1000, 0};
   r.timeline.waiting = {1, 0};
   r.timeline.running = {3, 2};
+  r.timeline.pools["decode"] = {{1, 0}, {3, 2}, {0.5, 0.25}};
+  r.timeline.pools["prefill"] = {{7, 1}, {1, 1}, {0.1, 0.1}};
+  const double gap = std::numeric_limits<double>::quiet_NaN();
+  r.timeline.ttft_split_s = {{"queue", {0.01, gap}}, {"prefill", {0.2, gap}}, {"kv_transfer", {0.05, gap}}, {"first_decode", {0.02, gap}}};
   r.checks.push_back({"tokens_once_in_order", {false, "request 4: the first token delivered twice"}});
   std::ostringstream out;
   write_html_report(out, r);
@@ -151,8 +188,65 @@ TEST(HtmlReport, IsOnePageWithItsPlotsAndChecks) {
                             "Link utilisation", "KV hit rate"}) {
     EXPECT_NE(html.find(title), std::string::npos) << title;
   }
+  // The pools' plots name each pool; the TTFT split each part, in milliseconds.
+  for (const char* title : {"Requests queued per pool", "Batch size per pool", "GPU KV cache held by requests per pool",
+                            "TTFT split"}) {
+    const std::string chart = between(html, title, "</svg>");
+    ASSERT_FALSE(chart.empty()) << title;
+    EXPECT_EQ(chart.find("no data"), std::string::npos) << title;
+  }
+  const std::string per_pool = between(html, "Requests queued per pool", "</svg>");
+  EXPECT_NE(per_pool.find(">decode<"), std::string::npos);
+  EXPECT_NE(per_pool.find(">prefill<"), std::string::npos);
+  const std::string split = between(html, "TTFT split", "</svg>");
+  for (const char* part : {">queue<", ">prefill<", ">kv_transfer<", ">first_decode<"}) EXPECT_NE(split.find(part), std::string::npos) << part;
   EXPECT_NE(html.find("FAIL"), std::string::npos);
   EXPECT_NE(html.find("the first token delivered twice"), std::string::npos);
+}
+
+TEST(TimelineJson, ReadsBackWhatItWroteWithGapsAsGaps) {
+  Timeline t = report_over_100_s().timeline;
+  const double gap = std::numeric_limits<double>::quiet_NaN();
+  t.kv_lookup_tokens = {10, 0, 5};
+  t.kv_hit_tokens["gpu"] = {5, 0, 1.0 / 3.0};
+  t.link_mean["nvlink"] = {0.1, 0.2, 0.3};
+  t.link_peak["nvlink"] = {0.2, 0.4, 0.6};
+  t.pools["decode"] = {{1, 2, 3}, {4, 5, 6}, {0.5, 0.25, 0}};
+  t.ttft_split_s["queue"] = {0.01, gap, 0.02};
+  const Timeline back = timeline_from_json(nlohmann::json::parse(to_json(t).dump()));
+  EXPECT_EQ(back.t_s, t.t_s);
+  EXPECT_EQ(back.output_tokens_per_s, t.output_tokens_per_s);
+  EXPECT_EQ(back.pools.at("decode").running, t.pools.at("decode").running);
+  EXPECT_NEAR(back.kv_hit_tokens.at("gpu")[2], 1.0 / 3.0, 1e-6) << "six significant digits";
+  ASSERT_EQ(back.ttft_split_s.at("queue").size(), 3u);
+  EXPECT_TRUE(std::isnan(back.ttft_split_s.at("queue")[1])) << "a gap stays a gap";
+  nlohmann::json broken = to_json(t);
+  broken["series"]["waiting"] = "many";
+  EXPECT_THROW(
+      {
+        try {
+          timeline_from_json(broken);
+        } catch (const std::invalid_argument& e) {
+          EXPECT_NE(std::string(e.what()).find("series.waiting"), std::string::npos) << e.what();
+          throw;
+        }
+      },
+      std::invalid_argument);
+  broken["series"].erase("waiting");
+  EXPECT_THROW(timeline_from_json(broken), std::invalid_argument);
+}
+
+// Hand figures: TTFT p50 80 ms there, 100 ms here: +25.0%; GPU hit rate 40% there, 50% here: +10.0 pt.
+TEST(RunComparison, SetsEachFigureBesideTheOtherRunsWithItsChange) {
+  OtherRun other;
+  other.label = "base";
+  other.report = {{"latency_ms", {{"ttft", {{"p50", 80.0}}}}}, {"kv", {{"hit_rate_gpu", 0.4}}}, {"scenario", "s"}};
+  const nlohmann::json mine = {{"latency_ms", {{"ttft", {{"p50", 100.0}}}}}, {"kv", {{"hit_rate_gpu", 0.5}}}};
+  const std::string html = comparison_html(mine, other);
+  EXPECT_NE(html.find("<h2>Compared with base</h2>"), std::string::npos);
+  EXPECT_NE(html.find("<td>TTFT p50 (ms)</td><td>100</td><td>80</td><td>+25.0%</td>"), std::string::npos) << html;
+  EXPECT_NE(html.find("<td>KV hit rate GPU</td><td>50.0%</td><td>40.0%</td><td>+10.0 pt</td>"), std::string::npos) << html;
+  EXPECT_EQ(html.find("TPOT"), std::string::npos) << "figures neither report has are left out";
 }
 
 TEST(SvgChart, MarksEventsInsideTheDataOnly) {

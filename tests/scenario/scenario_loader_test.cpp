@@ -164,6 +164,7 @@ TEST_F(ScenarioFile, OutputsAndChecksTakeTheDocumentedDefaults) {
   EXPECT_DOUBLE_EQ(s.outputs.timeline_interval_s, 1.0);
   EXPECT_DOUBLE_EQ(s.outputs.trace_window_s, 30.0);
   EXPECT_EQ(s.outputs.trace_max_events, 500'000);
+  EXPECT_EQ(s.outputs.trace_detail, "steps");
   EXPECT_FALSE(s.checks.determinism);
   EXPECT_TRUE(s.checks.assertions.empty());
   EXPECT_EQ(s.workload.starts, "poisson");
@@ -208,6 +209,8 @@ TEST_F(ScenarioFile, BadOutputsChecksAndStartsAreNamed) {
   EXPECT_DOUBLE_EQ(load_scenario(write(kMinimal), {"outputs.html_smoothing_s=10"}).outputs.html_smoothing_s, 10.0);
   named({"outputs.trace_window_s=-1"}, "outputs.trace_window_s");
   named({"outputs.trace_max_events=0"}, "outputs.trace_max_events");
+  named({"outputs.trace_detail=warps"}, "outputs.trace_detail");
+  EXPECT_EQ(load_scenario(write(kMinimal), {"outputs.trace_detail=kernels"}).outputs.trace_detail, "kernels");
   named({"outputs.colour=true"}, "outputs.colour");
   named({"workload.starts=sometimes"}, "workload.starts");
   named({"workload.time_scale=0"}, "workload.time_scale");

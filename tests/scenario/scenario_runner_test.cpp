@@ -1,5 +1,7 @@
 // The CI scenario end to end: every request completes, every checker passes, one seed gives one
 // event-log hash whatever the outputs, and the timeline adds up to the run's own totals.
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <numeric>
@@ -170,6 +172,46 @@ TEST(ScenarioRunner, ReportJsonCarriesTheTimelineSeries) {
   }
   EXPECT_NEAR(tokens, static_cast<double>(r.output_tokens), 1e-4 * static_cast<double>(r.output_tokens))
       << "6-digit rounding of each value: at most 1e-6 relative each";
+}
+
+// Per pool: queued and running requests add up to the run's (the router's own queue aside) and KV
+// occupancy is a share; the TTFT split has a value exactly in the intervals where first tokens came
+// (input tokens are counted at the first token), and the prefill worker's requests show a KV transfer.
+TEST(ScenarioRunner, TheTimelineSplitsLoadByPoolAndTtftByPart) {
+  const RunReport r = run_scenario(load_scenario(kSmallPd));
+  const Timeline& t = r.timeline;
+  const std::size_t n = t.samples();
+  ASSERT_EQ(t.pools.size(), 2u);
+  ASSERT_TRUE(t.pools.contains("dep") && t.pools.contains("prefill"));
+  double peak_kv = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    double waiting = 0, running = 0;
+    for (const auto& [name, p] : t.pools) {
+      ASSERT_EQ(p.kv_used.size(), n) << name;
+      waiting += p.waiting[i];
+      running += p.running[i];
+      EXPECT_GE(p.kv_used[i], 0) << name;
+      EXPECT_LE(p.kv_used[i], 1) << name;
+    }
+    EXPECT_DOUBLE_EQ(running, t.running[i]);
+    EXPECT_LE(waiting, t.waiting[i]);
+    peak_kv = std::max(peak_kv, t.pools.at("dep").kv_used[i]);
+  }
+  EXPECT_GT(peak_kv, 0) << "decoding requests hold KV blocks";
+  for (const char* part : {"queue", "prefill", "kv_transfer", "first_decode"}) {
+    ASSERT_TRUE(t.ttft_split_s.contains(part)) << part;
+    ASSERT_EQ(t.ttft_split_s.at(part).size(), n) << part;
+  }
+  double transfer = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const double prefill = t.ttft_split_s.at("prefill")[i];
+    EXPECT_EQ(std::isnan(prefill), t.input_tokens_per_s[i] == 0) << "interval " << i;
+    if (std::isnan(prefill)) continue;
+    EXPECT_GT(prefill, 0);
+    EXPECT_GE(t.ttft_split_s.at("queue")[i], 0);
+    transfer = std::max(transfer, t.ttft_split_s.at("kv_transfer")[i]);
+  }
+  EXPECT_GT(transfer, 0) << "long prompts go to the prefill worker and their KV to the decode rank";
 }
 
 TEST(ScenarioRunner, TheTimeLimitStopsARun) {
