@@ -7,6 +7,7 @@ void register_all_commands(CommandRegistry& registry) {
   register_trace_command(registry);
   register_run_command(registry);
   register_sweep_command(registry);
+  register_study_command(registry);
   register_serve_command(registry);
   register_collective_test_command(registry);
 }

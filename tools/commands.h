@@ -10,6 +10,7 @@ void register_validate_command(CommandRegistry& registry);
 void register_trace_command(CommandRegistry& registry);
 void register_run_command(CommandRegistry& registry);
 void register_sweep_command(CommandRegistry& registry);
+void register_study_command(CommandRegistry& registry);
 void register_serve_command(CommandRegistry& registry);
 void register_collective_test_command(CommandRegistry& registry);
 

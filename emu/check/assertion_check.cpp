@@ -4,6 +4,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "emu/rt/json_path.h"
+
 namespace nvl::emu {
 
 namespace {
@@ -14,26 +16,12 @@ std::string number(double v) {
   return os.str();
 }
 
-// The figure at a dotted path, nullptr when there is none.
-const nlohmann::json* figure(const nlohmann::json& report, const std::string& path) {
-  const nlohmann::json* node = &report;
-  std::size_t begin = 0;
-  for (;;) {
-    const auto dot = path.find('.', begin);
-    const std::string key = path.substr(begin, dot == std::string::npos ? std::string::npos : dot - begin);
-    if (!node->is_object() || !node->contains(key)) return nullptr;
-    node = &(*node)[key];
-    if (dot == std::string::npos) return node;
-    begin = dot + 1;
-  }
-}
-
 }  // namespace
 
 std::string assertion_check_name(const Assertion& a) { return "assert " + a.metric; }
 
 CheckResult check_assertion(const Assertion& a, const nlohmann::json& report) {
-  const nlohmann::json* f = figure(report, a.metric);
+  const nlohmann::json* f = rt::value_at(report, a.metric);
   if (f == nullptr || !f->is_number()) return {false, "report.json has no figure " + a.metric};
   const double v = f->get<double>();
   std::string bounds;

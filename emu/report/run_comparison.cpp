@@ -9,6 +9,7 @@
 #include "emu/report/si_figure.h"
 #include "emu/report/timeline_json.h"
 #include "emu/rt/errors.h"
+#include "emu/rt/json_path.h"
 #include "emu/rt/json_reader.h"
 
 namespace nvl::emu {
@@ -18,12 +19,9 @@ namespace {
 constexpr int kFirstSchemaWithSeries = 3;
 constexpr double kPercent = 100.0;
 
-// A figure of report.json by its path ("latency_ms/ttft/p50"): NaN where the report lacks it.
+// A figure of report.json by its key path: NaN where the report lacks it.
 double figure(const nlohmann::json& report, const std::string& path) {
-  const nlohmann::json::json_pointer pointer("/" + path);
-  if (!report.contains(pointer)) return std::nan("");
-  const nlohmann::json& v = report.at(pointer);
-  return v.is_number() ? v.get<double>() : std::nan("");
+  return rt::number_at(report, path).value_or(std::nan(""));
 }
 
 struct Row {
@@ -33,25 +31,25 @@ struct Row {
 };
 
 constexpr Row kRows[] = {
-    {"TTFT p50 (ms)", "latency_ms/ttft/p50", false},
-    {"TTFT p90 (ms)", "latency_ms/ttft/p90", false},
-    {"TTFT p99 (ms)", "latency_ms/ttft/p99", false},
-    {"TPOT p50 (ms)", "latency_ms/tpot/p50", false},
-    {"TPOT p90 (ms)", "latency_ms/tpot/p90", false},
-    {"TPOT p99 (ms)", "latency_ms/tpot/p99", false},
-    {"E2E p50 (ms)", "latency_ms/e2e/p50", false},
-    {"E2E p99 (ms)", "latency_ms/e2e/p99", false},
-    {"input tok/s", "throughput/input_tokens_per_s", false},
-    {"output tok/s", "throughput/output_tokens_per_s", false},
-    {"output tok/s per GPU", "throughput/per_gpu/output_tokens_per_s", false},
-    {"output tok/s per user", "benchmark/output_tokens_per_s_per_user", false},
-    {"requests completed", "requests/completed", false},
-    {"requests failed", "requests/failed", false},
-    {"KV hit rate GPU", "kv/hit_rate_gpu", true},
-    {"KV hit rate Grace", "kv/hit_rate_grace", true},
-    {"KV hit rate remote", "kv/hit_rate_remote", true},
-    {"NVLink mean utilisation", "links/nvlink/mean_utilisation", true},
-    {"NIC mean utilisation", "links/nic/mean_utilisation", true},
+    {"TTFT p50 (ms)", "latency_ms.ttft.p50", false},
+    {"TTFT p90 (ms)", "latency_ms.ttft.p90", false},
+    {"TTFT p99 (ms)", "latency_ms.ttft.p99", false},
+    {"TPOT p50 (ms)", "latency_ms.tpot.p50", false},
+    {"TPOT p90 (ms)", "latency_ms.tpot.p90", false},
+    {"TPOT p99 (ms)", "latency_ms.tpot.p99", false},
+    {"E2E p50 (ms)", "latency_ms.e2e.p50", false},
+    {"E2E p99 (ms)", "latency_ms.e2e.p99", false},
+    {"input tok/s", "throughput.input_tokens_per_s", false},
+    {"output tok/s", "throughput.output_tokens_per_s", false},
+    {"output tok/s per GPU", "throughput.per_gpu.output_tokens_per_s", false},
+    {"output tok/s per user", "benchmark.output_tokens_per_s_per_user", false},
+    {"requests completed", "requests.completed", false},
+    {"requests failed", "requests.failed", false},
+    {"KV hit rate GPU", "kv.hit_rate_gpu", true},
+    {"KV hit rate Grace", "kv.hit_rate_grace", true},
+    {"KV hit rate remote", "kv.hit_rate_remote", true},
+    {"NVLink mean utilisation", "links.nvlink.mean_utilisation", true},
+    {"NIC mean utilisation", "links.nic.mean_utilisation", true},
     {"simulated s", "sim_time_s", false},
 };
 

@@ -18,6 +18,7 @@ constexpr double kLeft = 70, kRight = 150, kTop = 30, kBottom = 45;
 constexpr double kPlotW = kWidth - kLeft - kRight, kPlotH = kHeight - kTop - kBottom;
 constexpr int kTicks = 5;
 constexpr std::size_t kMaxPoints = 1'000;  // per series: enough for a smooth line, small pages
+constexpr std::size_t kMarkedPoints = 12;  // lines of at most this many points show a dot at each
 constexpr std::array<const char*, 8> kColours = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e",
                                                  "#9467bd", "#8c564b", "#e377c2", "#17becf"};
 constexpr const char* kMarkerColour = "#b00";
@@ -75,6 +76,7 @@ std::string SvgChart::lines(const std::vector<ChartSeries>& series, const ChartO
       if (std::isnan(s.y[i])) continue;
       any = true;
       y_max = std::max(y_max, s.y[i]);
+      if (i < s.high.size() && !std::isnan(s.high[i])) y_max = std::max(y_max, s.high[i]);
     }
   }
   if (!any) {
@@ -119,6 +121,23 @@ std::string SvgChart::lines(const std::vector<ChartSeries>& series, const ChartO
     const std::size_t n = std::min(s.x.size(), s.y.size());
     const std::size_t stride = std::max<std::size_t>(1, (n + kMaxPoints - 1) / kMaxPoints);
     const char* colour = kColours[k % kColours.size()];
+    if (s.low.size() == n && s.high.size() == n) {
+      // The band: along the highs, back along the lows (points without both are left out).
+      std::ostringstream band;
+      for (std::size_t i = 0; i < n; ++i) {
+        if (!std::isnan(s.low[i]) && !std::isnan(s.high[i])) band << px(s.x[i]) << ',' << py(s.high[i]) << ' ';
+      }
+      for (std::size_t i = n; i-- > 0;) {
+        if (!std::isnan(s.low[i]) && !std::isnan(s.high[i])) band << px(s.x[i]) << ',' << py(s.low[i]) << ' ';
+      }
+      os << "<polygon fill=\"" << colour << "\" fill-opacity=\"0.18\" stroke=\"none\" points=\"" << band.str() << "\"/>\n";
+    }
+    if (n <= kMarkedPoints) {
+      for (std::size_t i = 0; i < n; ++i) {
+        if (std::isnan(s.y[i]) || (opts.log_x && s.x[i] <= 0)) continue;
+        os << "<circle cx=\"" << px(s.x[i]) << "\" cy=\"" << py(s.y[i]) << "\" r=\"3\" fill=\"" << colour << "\"/>\n";
+      }
+    }
     // A NaN value is a gap (an interval with nothing to show): the line stops there and starts again after.
     bool open = false;
     for (std::size_t i = 0; i < n; i += stride) {

@@ -1,6 +1,7 @@
 #pragma once
 // Inline SVG charts built as plain strings (no script, no network): line charts with axes, ticks, a
-// legend and optional vertical markers (events such as fault hits), and heatmaps with one row per item.
+// legend, optional bands (spreads) and vertical markers (events such as fault hits), and heatmaps with
+// one row per item. Lines of a few points mark each point.
 // The HTML report embeds them.
 #include <optional>
 #include <string>
@@ -12,6 +13,9 @@ struct ChartSeries {
   std::string name;
   std::vector<double> x;
   std::vector<double> y;
+  // A band drawn behind the line from low to high at each x (a spread over seeds); empty: none.
+  std::vector<double> low = {};
+  std::vector<double> high = {};
 };
 
 // A vertical line at x across a line chart, with a short label above it and a longer tooltip.

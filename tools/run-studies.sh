@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Reruns the shipped studies (scenarios/studies/*.json, or the names given) and copies each one's pages
+# (study.md, study.html, study.json) to docs/studies/NAME/. Usage: run-studies.sh [NAME ...]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+names=("$@")
+if [ ${#names[@]} -eq 0 ]; then
+  for f in scenarios/studies/*.json; do names+=("$(basename "$f" .json)"); done
+fi
+for name in "${names[@]}"; do
+  start=$SECONDS
+  build/bin/nvl72emu study "scenarios/studies/$name.json" --out "out/studies/$name" || echo "study $name: a run failed (see out/studies/$name)"
+  mkdir -p "docs/studies/$name"
+  cp "out/studies/$name"/study.{md,html,json} "docs/studies/$name/"
+  echo "study $name: docs/studies/$name/study.md ($((SECONDS - start)) s)"
+done
