@@ -186,7 +186,7 @@ void FakeStream::observe_kernels(std::size_t first, std::size_t end, rt::Time fr
   if (!device_.detail_observer() || first >= end) return;
   const GraphLayout& graph = *queue_.front().graph;
   const auto costs = graph.kernels(first, end);
-  const auto alone = [](const KernelCost& k) { return k.overhead_ns + std::max(k.compute_ns, k.memory_ns); };
+  const auto alone = [](const KernelCost& k) { return price_ns(k, RunShares{}); };
   double total = 0;
   for (const KernelCost& k : costs) total += alone(k);
   const std::int64_t span_ns = (device_.runtime().now() - from).ns();

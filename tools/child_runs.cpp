@@ -10,6 +10,8 @@
 
 #include <boost/process.hpp>
 
+#include "emu/rt/errors.h"
+
 namespace nvl::tools {
 
 namespace {
@@ -60,6 +62,13 @@ std::string last_line(const std::filesystem::path& file) {
     if (!line.empty()) last = line;
   }
   return last;
+}
+
+void prepare_run_folder(const std::filesystem::path& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw rt::InputError(dir.string(), "--out", "cannot create the folder: " + ec.message());
+  std::filesystem::remove(dir / "report.json", ec);
 }
 
 nlohmann::json read_report(const std::filesystem::path& file) {

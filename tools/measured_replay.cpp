@@ -117,9 +117,7 @@ int replay_measured_table(const MeasuredReplayOptions& opts) {
       continue;
     }
     const fs::path dir = out_dir / folders[i];
-    fs::create_directories(dir, ec);
-    if (ec) throw rt::InputError(dir.string(), "--out", "cannot create the folder: " + ec.message());
-    fs::remove(dir / "report.json", ec);  // an earlier replay's
+    prepare_run_folder(dir);
     std::ofstream(dir / "scenario.json") << mapped.scenario->dump(2) << '\n';
     run_row.push_back(i);
   }

@@ -1,15 +1,14 @@
-// nvl72emu study STUDY.json [--out DIR] [--jobs N] [--seeds A..B]: runs every variant of a study at each
-// value of its swept axis and each seed, as child `nvl72emu run`s (at most --jobs at once), and writes
-// DIR/study.md, DIR/study.html and DIR/study.json: the question, the answer with its numbers, a table and
-// plots of each figure over the seeds, and what the numbers rest on. Exit 1 when a run failed, 2 for bad input.
+// nvl72emu study STUDY.json [--out DIR] [--jobs N] [--seeds A..B] [--slurm] [--plan]: runs every variant of a
+// study at each value of its swept axis and each seed, as child `nvl72emu run`s (at most --jobs at once, here
+// or as a Slurm job array), and writes DIR/study.md, DIR/study.html and DIR/study.json: the question, the
+// answer with its numbers, a table and plots of each figure over the seeds, and what the numbers rest on.
+// Exit 1 when a run failed, 2 for bad input.
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
-#include <sstream>
-#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -22,6 +21,7 @@
 #include "tools/child_runs.h"
 #include "tools/commands.h"
 #include "tools/output_folder.h"
+#include "tools/slurm_array.h"
 
 namespace nvl::tools {
 
@@ -34,6 +34,8 @@ struct StudyOptions {
   std::string out_dir;
   std::string seeds;
   unsigned jobs = 0;
+  bool plan = false;
+  SlurmOptions slurm;
 };
 
 // An axis value as --set reads it: whole numbers without a decimal point (integer keys take them).
@@ -70,6 +72,12 @@ int study(const StudyOptions& opts) {
       }
     }
   }
+  if (opts.plan) {
+    std::cout << spec.file << ": " << spec.variants.size() * spec.x_values.size() * spec.seeds.size() << " runs ("
+              << spec.variants.size() << " variants x " << spec.x_values.size() << " values of " << spec.x_key << " x "
+              << spec.seeds.size() << " seeds), every one loads\n";
+    return 0;
+  }
   const fs::path out_dir(opts.out_dir.empty() ? "out/study-" + spec.name : opts.out_dir);
   prepare_output_folder(out_dir, "--out");
 
@@ -81,19 +89,15 @@ int study(const StudyOptions& opts) {
         StudyRun r{v, x, k, out_dir / point.folder_name(), {"run", spec.scenario, "--seed", std::to_string(spec.seeds[k])}};
         for (const std::string& o : overrides_of(spec, v, x)) r.args.insert(r.args.end(), {"--set", o});
         r.args.insert(r.args.end(), {"--set", "outputs.trace=false", "--set", "outputs.html=false", "--out", r.dir.string()});
-        std::error_code ec;
-        fs::create_directories(r.dir, ec);
-        if (ec) throw rt::InputError(r.dir.string(), "--out", "cannot create the folder: " + ec.message());
-        fs::remove(r.dir / "report.json", ec);  // an earlier study's
+        prepare_run_folder(r.dir);
         runs.push_back(std::move(r));
       }
     }
   }
   std::vector<ChildRun> children;
   for (const StudyRun& r : runs) children.push_back({r.args, r.dir / "log.txt"});
-  const unsigned jobs = opts.jobs > 0 ? opts.jobs : std::max(1U, std::thread::hardware_concurrency());
   std::size_t finished = 0;
-  const std::vector<int> exit_codes = run_children(children, jobs, [&](std::size_t i, int exit_code) {
+  const std::vector<int> exit_codes = run_children_here_or_on_slurm(children, opts.jobs, opts.slurm, out_dir, [&](std::size_t i, int exit_code) {
     std::cout << "[" << ++finished << "/" << runs.size() << "] " << runs[i].dir.filename().string() << ": exit " << exit_code
               << '\n'
               << std::flush;
@@ -110,11 +114,8 @@ int study(const StudyOptions& opts) {
   }
   std::string command = "nvl72emu study " + shell_quoted(opts.study) + " --seeds " + std::to_string(spec.seeds.front()) +
                         ".." + std::to_string(spec.seeds.back()) + " --out " + shell_quoted(out_dir.string());
-  std::ofstream(out_dir / "study.md") << [&] {
-    std::ostringstream os;
-    emu::write_study_markdown(os, results, command);
-    return os.str();
-  }();
+  std::ofstream markdown(out_dir / "study.md");
+  emu::write_study_markdown(markdown, results, command);
   std::ofstream html(out_dir / "study.html");
   emu::write_study_html(html, results, command);
   std::ofstream(out_dir / "study.json") << results.to_json().dump(2) << '\n';
@@ -133,7 +134,10 @@ void register_study_command(CommandRegistry& registry) {
   app->add_option("--out", opts->out_dir, "Folder for study.md, study.html, study.json and one folder per run "
                                           "(default: out/study-NAME)");
   app->add_option("--seeds", opts->seeds, "A..B or S: the seeds of every point (default: the study file's)");
-  app->add_option("--jobs", opts->jobs, "Runs at once (default: the number of cores)")->check(CLI::PositiveNumber);
+  app->add_option("--jobs", opts->jobs, "Runs at once (default: the number of cores; with --slurm: no limit)")
+      ->check(CLI::PositiveNumber);
+  app->add_flag("--plan", opts->plan, "Check that every run loads, say how many there are, and run none");
+  add_slurm_options(*app, opts->slurm);
 }
 
 }  // namespace nvl::tools

@@ -1,11 +1,10 @@
-// nvl72emu sweep SCENARIO --vary key=v1,v2,... [--seeds A..B] [--jobs N] [--set key=value] [--out DIR]:
-// runs every combination as a child `nvl72emu run` (this same binary), at most --jobs at once, and writes
-// DIR/sweep.csv and DIR/sweep.json, one row per run. Exit 1 when any run failed, 2 for bad input.
+// nvl72emu sweep SCENARIO --vary key=v1,v2,... [--seeds A..B] [--jobs N] [--set key=value] [--out DIR] [--slurm]:
+// runs every combination as a child `nvl72emu run` (this same binary), at most --jobs at once here or as a
+// Slurm job array, and writes DIR/sweep.csv and DIR/sweep.json, one row per run. Exit 1 when any run failed, 2 for bad input.
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
-#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -16,6 +15,7 @@
 #include "tools/child_runs.h"
 #include "tools/commands.h"
 #include "tools/output_folder.h"
+#include "tools/slurm_array.h"
 
 namespace nvl::tools {
 
@@ -30,6 +30,7 @@ struct SweepOptions {
   std::vector<std::string> overrides;
   unsigned jobs = 0;
   std::string out_dir = "out/sweep";
+  SlurmOptions slurm;
 };
 
 // `run` arguments of one point: its fixed overrides first, then its varied values and seed.
@@ -58,17 +59,9 @@ int sweep(const SweepOptions& opts) {
 
   const fs::path out_dir(opts.out_dir);
   prepare_output_folder(out_dir, "--out");
-  std::error_code ec;
   const fs::path exe = self_executable();
-  const unsigned jobs = opts.jobs > 0 ? opts.jobs : std::max(1U, std::thread::hardware_concurrency());
 
-  // Each run's folder, emptied of an earlier sweep's report so that a run that writes none shows none.
-  for (const auto& p : points) {
-    const fs::path dir = out_dir / p.folder_name();
-    fs::create_directories(dir, ec);
-    if (ec) throw rt::InputError(dir.string(), "--out", "cannot create the folder: " + ec.message());
-    fs::remove(dir / "report.json", ec);
-  }
+  for (const auto& p : points) prepare_run_folder(out_dir / p.folder_name());
 
   std::vector<ChildRun> runs;
   for (const auto& p : points) {
@@ -78,7 +71,7 @@ int sweep(const SweepOptions& opts) {
     runs.push_back({std::move(args), dir / "log.txt"});
   }
   std::size_t finished = 0;
-  const std::vector<int> exit_codes = run_children(runs, jobs, [&](std::size_t i, int exit_code) {
+  const std::vector<int> exit_codes = run_children_here_or_on_slurm(runs, opts.jobs, opts.slurm, out_dir, [&](std::size_t i, int exit_code) {
     std::cout << "[" << ++finished << "/" << points.size() << "] " << points[i].folder_name() << ": exit " << exit_code
               << '\n'
               << std::flush;
@@ -118,7 +111,9 @@ void register_sweep_command(CommandRegistry& registry) {
   app->add_option("--vary", opts->vary, "key.path=v1,v2,...: run once per value (repeatable: every combination)")
       ->allow_extra_args(false);
   app->add_option("--seeds", opts->seeds, "A..B or S: run each combination with each seed (default: the scenario's)");
-  app->add_option("--jobs", opts->jobs, "Runs at once (default: the number of cores)")->check(CLI::PositiveNumber);
+  app->add_option("--jobs", opts->jobs, "Runs at once (default: the number of cores; with --slurm: no limit)")
+      ->check(CLI::PositiveNumber);
+  add_slurm_options(*app, opts->slurm);
   app->add_option("--set", opts->overrides, "Override a scenario key in every run: key.path=value")
       ->allow_extra_args(false);
   app->add_option("--out", opts->out_dir, "Folder for sweep.csv, sweep.json and one folder per run")

@@ -84,6 +84,9 @@ ArrivalOptions arrival_options(const Scenario& sc) {
   a.rate_scale = sc.workload.rate_scale;
   a.time_scale = sc.workload.time_scale;
   a.seed = sc.seed;
+  a.burst_sessions = static_cast<std::size_t>(sc.workload.burst_sessions);
+  a.burst_at_s = sc.workload.burst_at_s;
+  a.burst_within_s = sc.workload.burst_within_s;
   return a;
 }
 
@@ -260,7 +263,8 @@ RunReport run_once(const Scenario& sc, const RunControls& controls, std::vector<
     try {
       arrivals.emplace(source.workload, arrival_options(sc));
     } catch (const rt::InputError& e) {
-      throw rt::InputError(sc.file, "workload.starts", e.what());
+      throw rt::InputError(sc.file, sc.workload.burst_sessions > 0 ? "workload.starts or workload.burst" : "workload.starts",
+                           e.what());
     }
   }
 

@@ -125,6 +125,10 @@ struct ScenarioWorkload {
   std::string starts = "poisson";  // poisson, or recorded (the trace's session start times)
   double rate_scale = 1.0;         // recorded starts: > 1 compresses them (sessions start more often)
   double time_scale = 1.0;         // multiplies think times, recorded gaps and spawn delays
+  // workload.burst: the first `burst_sessions` top-level sessions start within [burst_at_s, + burst_within_s).
+  std::int64_t burst_sessions = 0;
+  double burst_at_s = 0;
+  double burst_within_s = 0;
   // The bench tools' closed loop (scenarios/README.md, "Benchmark workloads"); 0: paced by `starts`.
   std::int64_t concurrency = 0;
   std::int64_t requests = 0;            // measured requests; 0: every session of the source

@@ -105,9 +105,17 @@ void read_benchmark_keys(rt::JsonReader& w, ScenarioWorkload& out) {
     if (out.warmup_requests > 0) w.fail("warmup_requests", "a warm-up phase needs a closed loop: set workload.concurrency");
     return;
   }
-  for (const char* paced : {"starts", "rate_sessions_per_s", "rate_scale"}) {
+  for (const char* paced : {"starts", "rate_sessions_per_s", "rate_scale", "burst"}) {
     if (w.has(paced)) w.fail(paced, "not used by a closed loop (workload.concurrency sends the next request when one is over)");
   }
+}
+
+// workload.burst: {"sessions", "at_s", "within_s"}; 0 sessions: none (so that a sweep may start from none).
+void read_burst(rt::JsonReader b, ScenarioWorkload& out) {
+  out.burst_sessions = b.integer("sessions");
+  if (b.has("at_s")) out.burst_at_s = b.seconds("at_s");
+  out.burst_within_s = b.seconds("within_s");
+  b.finish();
 }
 
 // deployment.router: every number non-negative; the thresholds in their ranges.
@@ -327,6 +335,7 @@ Scenario load_scenario(const std::filesystem::path& path, const std::vector<std:
   s.workload.starts = one_of(w, "starts", kSessionStarts, s.workload.starts);
   if (w.has("rate_scale")) s.workload.rate_scale = w.number("rate_scale", rt::NumberRule::positive);
   if (w.has("time_scale")) s.workload.time_scale = w.number("time_scale", rt::NumberRule::positive);
+  if (w.has("burst")) read_burst(w.object("burst"), s.workload);
   read_benchmark_keys(w, s.workload);
   if (w.has("trace_block_tokens")) {
     if (!s.workload.source.ends_with(".jsonl")) w.fail("trace_block_tokens", "the block size of a Mooncake JSONL trace's hash_ids: the source is not one");

@@ -1,7 +1,6 @@
 #include "emu/study/study_report.h"
 
 #include <ostream>
-#include <sstream>
 
 #include "emu/report/html_escape.h"
 #include "emu/report/svg_chart.h"
@@ -58,14 +57,12 @@ void write_study_markdown(std::ostream& out, const StudyResults& r, const std::s
 
 void write_study_html(std::ostream& out, const StudyResults& r, const std::string& command) {
   const StudySpec& s = r.spec();
-  std::ostringstream answer;
-  answer << r.answer();
   out << "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>nvl72emu study: " << html_escape(s.name)
       << "</title>\n<style>body{font-family:sans-serif;margin:20px;max-width:1500px}table{border-collapse:collapse}"
          "td,th{border:1px solid #ccc;padding:3px 8px;text-align:left}svg{margin:6px;border:1px solid #eee}</style>"
          "</head><body>\n<h1>Study: "
       << html_escape(s.name) << "</h1>\n<p><b>Question.</b> " << html_escape(s.question) << "</p>\n<p><b>Answer.</b></p><pre>"
-      << html_escape(answer.str()) << "</pre>\n<h2>Figures</h2>\n";
+      << html_escape(r.answer()) << "</pre>\n<h2>Figures</h2>\n";
   for (const std::string& m : s.all_metrics()) {
     std::vector<ChartSeries> lines;
     for (std::size_t v = 0; v < s.variants.size(); ++v) {

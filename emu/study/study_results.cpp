@@ -219,6 +219,7 @@ std::string StudyResults::best_variant_answer() const {
       char change[32];
       std::snprintf(change, sizeof change, "%+.1f%%", other != 0 ? kPercent * (s.mean - other) / std::abs(other) : 0.0);
       os << ", " << change << " against " << spec_.variants[second].name << " (" << study_figure(other) << ")";
+      if (!drained(second, x)) os << ", not every run of which drained";
     }
     if (!drained(first, x)) os << "; not every run of it drained";
     os << ".\n";
@@ -233,7 +234,53 @@ std::string StudyResults::best_variant_answer() const {
   return answer.str() + os.str();
 }
 
-std::string StudyResults::answer() const { return spec_.bounds.empty() ? best_variant_answer() : highest_x_answer(); }
+std::string StudyResults::best_x_answer() const {
+  std::ostringstream os;
+  std::set<double> best_values;
+  for (std::size_t v = 0; v < spec_.variants.size(); ++v) {
+    // Runs that do not drain leave requests unfinished and their figures flattered: they rank last.
+    std::vector<std::tuple<bool, double, std::size_t>> ranked;  // not drained, signed mean, x
+    for (std::size_t x = 0; x < spec_.x_values.size(); ++x) {
+      const SeedSpread s = spread(spec_.best_metric, v, x);
+      if (s.runs > 0) ranked.emplace_back(!drained(v, x), spec_.best_is_max ? -s.mean : s.mean, x);
+    }
+    if (spec_.variants.size() > 1) os << "- **" << spec_.variants[v].name << "**: ";
+    if (ranked.empty()) {
+      os << "no run reported " << spec_.best_metric << ".\n";
+      continue;
+    }
+    std::sort(ranked.begin(), ranked.end());
+    const auto [first_stuck, first_mean, first] = ranked.front();
+    const SeedSpread s = spread(spec_.best_metric, v, first);
+    best_values.insert(spec_.x_values[first]);
+    os << spec_.x_label << " = **" << study_figure(spec_.x_values[first]) << "**: " << spec_.best_metric << " "
+       << study_figure(s.mean) << " (seeds " << study_figure(s.min) << " to " << study_figure(s.max) << ")";
+    if (ranked.size() > 1) {
+      const auto [second_stuck, second_mean, second] = ranked[1];
+      const double other = spread(spec_.best_metric, v, second).mean;
+      char change[32];
+      std::snprintf(change, sizeof change, "%+.1f%%", other != 0 ? kPercent * (s.mean - other) / std::abs(other) : 0.0);
+      os << ", " << change << " against " << study_figure(spec_.x_values[second]) << " (" << study_figure(other) << ")";
+      if (second_stuck) os << ", whose runs do not all drain";
+    }
+    if (first_stuck) os << "; no value studied drains on every seed";
+    os << ".\n";
+  }
+  std::ostringstream answer;
+  answer << (spec_.best_is_max ? "The most " : "The least ") << spec_.best_metric << ": ";
+  if (best_values.size() == 1) {
+    answer << spec_.x_label << " = " << study_figure(*best_values.begin())
+           << (spec_.variants.size() > 1 ? " for every variant" : "") << ".\n\n";
+  } else {
+    answer << "the best " << spec_.x_label << " depends on the variant (below).\n\n";
+  }
+  return answer.str() + os.str();
+}
+
+std::string StudyResults::answer() const {
+  if (!spec_.bounds.empty()) return highest_x_answer();
+  return spec_.best_over_x ? best_x_answer() : best_variant_answer();
+}
 
 std::string StudyResults::calibration() const {
   std::set<std::string> libraries;

@@ -52,6 +52,7 @@ class StudyResults {
   std::string miss(std::size_t variant, std::size_t x) const;
   std::string highest_x_answer() const;
   std::string best_variant_answer() const;
+  std::string best_x_answer() const;
   std::size_t metric_index(const std::string& metric) const;
 
   StudySpec spec_;

@@ -129,9 +129,8 @@ StudySpec load_study(const std::string& file) {
   }
 
   rt::JsonReader answer = r.object("answer");
-  if (answer.has("highest_x_within") == answer.has("best_variant")) {
-    answer.fail("highest_x_within", "give one of highest_x_within (bounds) and best_variant");
-  }
+  const int kinds = int(answer.has("highest_x_within")) + int(answer.has("best_variant")) + int(answer.has("best_x"));
+  if (kinds != 1) answer.fail("highest_x_within", "give exactly one of highest_x_within (bounds), best_variant and best_x");
   if (answer.has("highest_x_within")) {
     for (rt::JsonReader& b : answer.objects("highest_x_within")) {
       StudyBound bound{figure(b, "metric"), std::nullopt, std::nullopt};
@@ -143,7 +142,8 @@ StudySpec load_study(const std::string& file) {
     }
     if (s.bounds.empty()) answer.fail("highest_x_within", "empty: give at least one bound");
   } else {
-    rt::JsonReader best = answer.object("best_variant");
+    s.best_over_x = answer.has("best_x");
+    rt::JsonReader best = answer.object(s.best_over_x ? "best_x" : "best_variant");
     s.best_metric = figure(best, "metric");
     const std::string goal = best.string("goal");
     if (goal != "max" && goal != "min") best.fail("goal", "'" + goal + "' is not max or min");

@@ -34,10 +34,12 @@ struct StudySpec {
   std::vector<std::uint64_t> seeds;
   std::vector<std::string> metrics;  // report.json figures shown in the tables and plots
   // The answer: the highest x at which every seed of a variant meets every bound (and drains), or, with
-  // best_metric set, the variant with the best mean of that figure at each x.
+  // best_metric set, the variant with the best mean of that figure at each x (best_over_x: the x with the
+  // best mean for each variant, among the x whose runs drain).
   std::vector<StudyBound> bounds;
   std::string best_metric;
   bool best_is_max = true;
+  bool best_over_x = false;
   // The figures the answer needs besides `metrics`, each once.
   std::vector<std::string> all_metrics() const;
 };

@@ -22,13 +22,27 @@ ArrivalProcess::ArrivalProcess(const Workload& workload, const ArrivalOptions& o
   rt::Time poisson_clock = rt::Time::zero();
   if (options.starts == ArrivalOptions::Starts::kPoisson) positive(options.sessions_per_s, "sessions_per_s");
   const double mean_gap_s = 1.0 / (options.sessions_per_s * options.rate_scale);
+  const std::size_t top_level = static_cast<std::size_t>(
+      std::count_if(workload.sessions.begin(), workload.sessions.end(), [](const Session& s) { return !s.spawn; }));
+  if (options.burst_sessions > top_level) {
+    throw rt::InputError(workload.source, "burst.sessions",
+                         std::to_string(options.burst_sessions) + " sessions in the burst, but the workload starts only " +
+                             std::to_string(top_level) + " on their own (sub-agents start from their parents)");
+  }
+  // Its own stream: a burst moves no other session's draw but the Poisson clock's.
+  rt::Rng burst_rng(rt::Rng::derive_seed(options.seed, "workload.burst_starts"));
+  std::size_t burst_left = options.burst_sessions;
   for (std::size_t i = 0; i < workload.sessions.size(); ++i) {
     const Session& s = workload.sessions[i];
     if (s.spawn) {
       children_[s.spawn->parent].push_back(i);
       continue;
     }
-    if (options.starts == ArrivalOptions::Starts::kPoisson) {
+    if (burst_left > 0) {
+      --burst_left;
+      const double at_s = options.burst_at_s + burst_rng.uniform() * options.burst_within_s;
+      starts_.push_back({i, rt::Time::zero() + rt::from_seconds(at_s)});
+    } else if (options.starts == ArrivalOptions::Starts::kPoisson) {
       poisson_clock += rt::from_seconds(rng.exponential(mean_gap_s));
       starts_.push_back({i, poisson_clock});
     } else {

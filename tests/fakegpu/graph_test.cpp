@@ -225,8 +225,7 @@ TEST(Graph, TheDetailObserverTilesALaunchWithItsKernelsCollectivesAndFastForward
   EXPECT_EQ(parts[3].bytes, 300u) << "an all-to-all's bytes sent";
   // Hand estimate: the first segment (launch, embed, attn) splits by each kernel's priced time alone.
   const auto alone = [&](const hal::KernelDesc& k) {
-    const KernelCost c = rig.gpu().cost_model().cost(k, rig.fleet->profile().graph_node);
-    return c.overhead_ns + std::max(c.compute_ns, c.memory_ns);
+    return price_ns(rig.gpu().cost_model().cost(k, rig.fleet->profile().graph_node), {});
   };
   const auto ns = [](const Part& p) { return static_cast<double>((p.end - p.start).ns()); };
   EXPECT_NEAR(ns(parts[1]) / ns(parts[2]), alone(embed) / alone(attn), 0.01);

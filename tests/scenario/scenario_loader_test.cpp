@@ -214,6 +214,14 @@ TEST_F(ScenarioFile, BadOutputsChecksAndStartsAreNamed) {
   named({"outputs.colour=true"}, "outputs.colour");
   named({"workload.starts=sometimes"}, "workload.starts");
   named({"workload.time_scale=0"}, "workload.time_scale");
+  named({"workload.burst={\"sessions\": -1, \"within_s\": 5}"}, "workload.burst.sessions");
+  named({"workload.burst={\"sessions\": 4}"}, "workload.burst.within_s");
+  named({"workload.burst={\"sessions\": 4, \"within_s\": 5, \"at\": 1}"}, "workload.burst.at");
+  named({"workload.burst={\"sessions\": 4, \"within_s\": 5}", "workload.concurrency=2"}, "workload.burst");
+  const Scenario burst = load_scenario(write(kMinimal), {"workload.burst={\"sessions\": 4, \"at_s\": 30, \"within_s\": 5}"});
+  EXPECT_EQ(burst.workload.burst_sessions, 4);
+  EXPECT_DOUBLE_EQ(burst.workload.burst_at_s, 30.0);
+  EXPECT_DOUBLE_EQ(burst.workload.burst_within_s, 5.0);
   named({"checks.determinism=1"}, "checks.determinism");
   named({"checks.assertions=[{\"metric\": \"latency_ms.ttft.p90\"}]"}, "checks.assertions[0].max");
   named({"checks.assertions=[{\"metric\": \"ttft_p90\", \"max\": 1}]"}, "checks.assertions[0].metric");

@@ -91,6 +91,9 @@ TEST_F(StudyFile, BadInputNamesItsKey) {
   s["answer"] = {{"best_variant", {{"metric", "throughput.output_tokens_per_s"}, {"goal", "most"}}}};
   named(s, "answer.best_variant.goal");
   s = valid();
+  s["answer"] = {{"best_x", {{"metric", "latency_ms.ttft.p90"}, {"goal", "least"}}}};
+  named(s, "answer.best_x.goal");
+  s = valid();
   s["scenario"] = "missing.json";
   named(s, "scenario");
   s = valid();
@@ -181,6 +184,46 @@ TEST(StudyAnswer, TheBestVariantAtEachValueWithItsMarginOverTheNext) {
   const std::string answer = r.answer();
   EXPECT_NE(answer.find("The most throughput.output_tokens_per_s: a at every sessions/s studied."), std::string::npos) << answer;
   EXPECT_NE(answer.find("**a**, 110 (seeds 100 to 120), +22.2% against b (90)"), std::string::npos) << answer;
+}
+
+// b's TTFT p90 is lowest at 2 (mean 150) but those runs stop at their time limit: a runner-up that did not
+// drain is said to be one.
+TEST(StudyAnswer, ARunnerUpThatDidNotDrainIsSaidToBeOne) {
+  StudySpec spec = two_variants_three_rates();
+  spec.bounds.clear();
+  spec.best_metric = "latency_ms.ttft.p90";
+  spec.best_is_max = false;
+  StudyResults r(spec);
+  for (std::size_t x = 0; x < 3; ++x) {
+    for (std::size_t k = 0; k < 2; ++k) {
+      r.add(0, x, k, 0, report(100, 1));
+      r.add(1, x, k, 0, report(200, 1, "time_limit"));
+    }
+  }
+  EXPECT_NE(r.answer().find("**a**, 100 (seeds 100 to 100), -50.0% against b (200), not every run of which drained."),
+            std::string::npos)
+      << r.answer();
+}
+
+// One variant over three thresholds: TTFT p90 means 900 at 1, 600 at 2 and 300 at 3, but the runs at 3
+// stop at their time limit (their unfinished requests flatter the figure): the answer is 2, -33.3% against 1.
+TEST(StudyAnswer, TheBestValueOfTheAxisAmongThoseThatDrain) {
+  StudySpec spec = two_variants_three_rates();
+  spec.variants = {{"base", {}}};
+  spec.bounds.clear();
+  spec.best_metric = "latency_ms.ttft.p90";
+  spec.best_is_max = false;
+  spec.best_over_x = true;
+  StudyResults r(spec);
+  const double ttft[3][2] = {{800, 1000}, {500, 700}, {200, 400}};
+  for (std::size_t x = 0; x < 3; ++x) {
+    for (std::size_t k = 0; k < 2; ++k) r.add(0, x, k, 0, report(ttft[x][k], 1, x == 2 ? "time_limit" : "quiescent"));
+  }
+  const std::string answer = r.answer();
+  EXPECT_EQ(answer.rfind("The least latency_ms.ttft.p90: sessions/s = 2.", 0), 0u) << answer;
+  EXPECT_NE(answer.find("sessions/s = **2**: latency_ms.ttft.p90 600 (seeds 500 to 700), -33.3% against 1 (900)."),
+            std::string::npos)
+      << answer;
 }
 
 TEST(StudyAnswer, VariantsThatGoEquallyHighAreNamedTogether) {

@@ -63,6 +63,34 @@ TEST(ArrivalProcess, PoissonStartsAreSeededAndHaveTheRate) {
   for (std::size_t i = 1; i < a.starts().size(); ++i) EXPECT_LE(a.starts()[i - 1].at, a.starts()[i].at);
 }
 
+// 100 sessions at 1 a second, the first 40 in a burst at 600 s within 5 s: those 40 start in [600, 605) s
+// and the other 60 keep a Poisson stream of 1 a second (their last start near 60 s, far from the burst).
+TEST(ArrivalProcess, ABurstStartsItsSessionsWithinItsWindow) {
+  const Workload w = two_turn_sessions(100, false);
+  ArrivalOptions o;
+  o.starts = ArrivalOptions::Starts::kPoisson;
+  o.sessions_per_s = 1;
+  o.burst_sessions = 40;
+  o.burst_at_s = 600;
+  o.burst_within_s = 5;
+  const ArrivalProcess a(w, o);
+  ASSERT_EQ(a.starts().size(), 100u);
+  std::size_t in_burst = 0;
+  for (const SessionStart& s : a.starts()) {
+    const double t = (s.at - rt::Time::zero()).seconds();
+    if (s.session < 40) {
+      ++in_burst;
+      EXPECT_GE(t, 600.0);
+      EXPECT_LT(t, 605.0);
+    } else {
+      EXPECT_LT(t, 200.0) << "the Poisson stream of the other 60: about 60 s, beyond 200 s is a 1e-50 event";
+    }
+  }
+  EXPECT_EQ(in_burst, 40u);
+  o.burst_sessions = 101;
+  EXPECT_THROW(ArrivalProcess(w, o), rt::InputError) << "more burst sessions than the workload starts";
+}
+
 TEST(SessionCursor, ClosedLoopWaitsForTheAnswerPlusScaledThinkTime) {
   const Workload w = two_turn_sessions(1, true);
   ArrivalOptions o;
