@@ -38,12 +38,6 @@ struct StudyOptions {
   SlurmOptions slurm;
 };
 
-// An axis value as --set reads it: whole numbers without a decimal point (integer keys take them).
-std::string value_text(double x) {
-  if (x == std::floor(x) && std::abs(x) < 1e15) return std::to_string(static_cast<long long>(x));
-  return nlohmann::json(x).dump();
-}
-
 struct StudyRun {
   std::size_t variant, x, seed;
   fs::path dir;
@@ -53,7 +47,7 @@ struct StudyRun {
 std::vector<std::string> overrides_of(const emu::StudySpec& s, std::size_t variant, std::size_t x) {
   std::vector<std::string> all = s.set;
   all.insert(all.end(), s.variants[variant].set.begin(), s.variants[variant].set.end());
-  all.push_back(s.x_key + "=" + value_text(s.x_values[x]));
+  all.push_back(s.x_override(x));
   return all;
 }
 
@@ -64,10 +58,10 @@ int study(const StudyOptions& opts) {
   for (std::size_t v = 0; v < spec.variants.size(); ++v) {
     for (std::size_t x = 0; x < spec.x_values.size(); ++x) {
       try {
-        (void)emu::load_scenario(spec.scenario, overrides_of(spec, v, x));
+        (void)emu::load_scenario(spec.scenario_of(v), overrides_of(spec, v, x));
       } catch (const rt::InputError& e) {
         throw rt::InputError(spec.file, "variants[" + std::to_string(v) + "] '" + spec.variants[v].name + "' at " +
-                                            spec.x_key + "=" + value_text(spec.x_values[x]),
+                                            spec.x_override(x),
                              e.what());
       }
     }
@@ -85,8 +79,8 @@ int study(const StudyOptions& opts) {
   for (std::size_t v = 0; v < spec.variants.size(); ++v) {
     for (std::size_t x = 0; x < spec.x_values.size(); ++x) {
       for (std::size_t k = 0; k < spec.seeds.size(); ++k) {
-        const emu::SweepPoint point{{{"variant", spec.variants[v].name}, {spec.x_key, value_text(spec.x_values[x])}}, spec.seeds[k]};
-        StudyRun r{v, x, k, out_dir / point.folder_name(), {"run", spec.scenario, "--seed", std::to_string(spec.seeds[k])}};
+        const emu::SweepPoint point{{{"variant", spec.variants[v].name}, {spec.x_key, emu::axis_value_text(spec.x_values[x])}}, spec.seeds[k]};
+        StudyRun r{v, x, k, out_dir / point.folder_name(), {"run", spec.scenario_of(v), "--seed", std::to_string(spec.seeds[k])}};
         for (const std::string& o : overrides_of(spec, v, x)) r.args.insert(r.args.end(), {"--set", o});
         r.args.insert(r.args.end(), {"--set", "outputs.trace=false", "--set", "outputs.html=false", "--out", r.dir.string()});
         prepare_run_folder(r.dir);

@@ -55,6 +55,7 @@ nlohmann::json to_json(const RunReport& r) {
                       {{"input_tokens_per_s", r.input_tokens_per_s() / gpus},
                        {"output_tokens_per_s", r.output_tokens_per_s() / gpus}}}};
   j["routing"] = r.routing;
+  j["routing"]["dp_imbalance"] = r.dp_imbalance;
   j["kv"] = {{"hit_rate_gpu", r.kv_hits.rate(r.kv_hits.gpu_tokens)},
              {"hit_rate_grace", r.kv_hits.rate(r.kv_hits.grace_tokens)},
              {"hit_rate_remote", r.kv_hits.rate(r.kv_hits.remote_tokens)},
@@ -62,6 +63,8 @@ nlohmann::json to_json(const RunReport& r) {
              {"grace_hit_tokens", r.kv_hits.grace_tokens},
              {"grace_load_bytes", r.kv_hits.grace_load_bytes},
              {"grace_offload_bytes", r.kv_hits.grace_offload_bytes},
+             {"gpu_evicted_tokens", r.kv_hits.gpu_evicted_tokens},
+             {"prefill_evicted_tokens", r.kv_hits.prefill_evicted_tokens},
              {"transfer_bytes", r.kv_transfer_bytes}};
   nlohmann::json links = nlohmann::json::object();
   for (const auto& [cls, u] : r.links) {
@@ -126,6 +129,9 @@ void print_summary(std::ostream& os, const RunReport& r) {
   }
   os << "routing:";
   for (const auto& [path, n] : r.routing) os << ' ' << path << '=' << n;
+  if (r.dp_imbalance > 0) {
+    os << "; DP imbalance (max / mean running per rank) " << std::setprecision(2) << r.dp_imbalance << std::setprecision(1);
+  }
   os << "\nKV: hit rate GPU " << kPercent * r.kv_hits.rate(r.kv_hits.gpu_tokens) << "%, Grace "
      << kPercent * r.kv_hits.rate(r.kv_hits.grace_tokens) << "%, remote "
      << kPercent * r.kv_hits.rate(r.kv_hits.remote_tokens) << "%; transferred " << r.kv_transfer_bytes

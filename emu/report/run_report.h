@@ -34,6 +34,10 @@ struct KvHits {
   // KV the Grace tier moved over C2C (one copy of each rank's KV): loads to HBM, offloads to Grace.
   std::uint64_t grace_load_bytes = 0;
   std::uint64_t grace_offload_bytes = 0;
+  // Cached tokens evicted to make room: the DP ranks' HBM caches (the Grace tier backs them) and the
+  // prefill workers' (none backs them).
+  std::uint64_t gpu_evicted_tokens = 0;
+  std::uint64_t prefill_evicted_tokens = 0;
   double rate(std::uint64_t hits) const {
     return lookup_tokens > 0 ? static_cast<double>(hits) / static_cast<double>(lookup_tokens) : 0;
   }
@@ -69,6 +73,7 @@ struct RunReport {
   std::uint64_t input_tokens = 0;   // prompts of completed requests
   std::uint64_t output_tokens = 0;  // delivered to completed requests
   std::map<std::string, std::uint64_t> routing;  // path -> requests
+  double dp_imbalance = 0;  // max over mean running requests per DP rank, mean over the samples (TimelineSampler)
   std::uint64_t kv_transfer_bytes = 0;
   KvHits kv_hits;
   std::map<std::string, LinkUse> links;  // by link class

@@ -391,6 +391,7 @@ RunReport run_once(const Scenario& sc, const RunControls& controls, std::vector<
   r.kv_transfer_bytes = system.transfer_bytes();
   r.pools = pool_figures(sc.deployment, system);
   r.kv_hits = sampler->kv_hits();
+  r.dp_imbalance = sampler->dp_imbalance();
   r.links = sampler->link_use();
   r.kernel_library = sc.cluster.kernel_library;
   for (int i = 0; i < deployment.cluster().fleet().size(); ++i) {

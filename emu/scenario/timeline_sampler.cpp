@@ -35,11 +35,13 @@ void add(const engine::KvHitCounts& c, KvHits& h) {
 // One pool's ranks at a sample.
 struct PoolNow {
   double waiting = 0, running = 0, kv_used = 0, kv_capacity = 0;
+  double ranks = 0, most_running = 0;  // DP ranks only
 };
 
 void add_rank(PoolNow& pool, const engine::RankScheduler& sched, const engine::KvCacheManager& kv) {
   pool.waiting += static_cast<double>(sched.waiting());
   pool.running += static_cast<double>(sched.running());
+  pool.most_running = std::max(pool.most_running, static_cast<double>(sched.running()));
   pool.kv_used += static_cast<double>(kv.gpu().used_blocks());
   pool.kv_capacity += static_cast<double>(kv.gpu().capacity());
 }
@@ -119,12 +121,25 @@ Timeline TimelineSampler::take() {
   return std::move(timeline_);
 }
 
+double TimelineSampler::dp_imbalance() const {
+  return imbalance_samples_ > 0 ? imbalance_sum_ / static_cast<double>(imbalance_samples_) : 0;
+}
+
 KvHits TimelineSampler::kv_hits() const {
   KvHits h;
   engine::PdSystem& system = deployment_.system();
-  for (std::int32_t r = 0; r < system.ranks(); ++r) add(system.kv(r).hit_counts(), h);
+  const auto evicted_tokens = [](const engine::KvCacheManager& kv) {
+    return static_cast<std::uint64_t>(kv.gpu().evicted_for_space() * kv.gpu().block_tokens());
+  };
+  for (std::int32_t r = 0; r < system.ranks(); ++r) {
+    add(system.kv(r).hit_counts(), h);
+    h.gpu_evicted_tokens += evicted_tokens(system.kv(r));
+  }
   for (std::size_t i = 0; i < system.prefill_instances(); ++i) {
-    for (std::int32_t r = 0; r < system.prefill(i).ranks(); ++r) add(system.prefill(i).kv(r).hit_counts(), h);
+    for (std::int32_t r = 0; r < system.prefill(i).ranks(); ++r) {
+      add(system.prefill(i).kv(r).hit_counts(), h);
+      h.prefill_evicted_tokens += evicted_tokens(system.prefill(i).kv(r));
+    }
   }
   return h;
 }
@@ -143,7 +158,14 @@ void TimelineSampler::sample() {
   engine::PdSystem& system = deployment_.system();
   std::map<std::string, PoolNow> pools;
   for (std::int32_t r = 0; r < system.ranks(); ++r) {
-    add_rank(pools[pools_.rank_pool.at(static_cast<std::size_t>(r))], system.scheduler(r), system.kv(r));
+    PoolNow& pool = pools[pools_.rank_pool.at(static_cast<std::size_t>(r))];
+    add_rank(pool, system.scheduler(r), system.kv(r));
+    ++pool.ranks;
+  }
+  for (const auto& [name, pool] : pools) {
+    if (pool.ranks < 2 || pool.running <= 0) continue;
+    imbalance_sum_ += pool.most_running / (pool.running / pool.ranks);
+    ++imbalance_samples_;
   }
   for (std::size_t i = 0; i < system.prefill_instances(); ++i) {
     PoolNow& pool = pools[pools_.prefill_pool.at(i)];

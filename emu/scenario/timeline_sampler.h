@@ -35,6 +35,9 @@ class TimelineSampler {
   // Whole-run figures from the counters (KV hits now; link use from the samples taken).
   KvHits kv_hits() const;
   std::map<std::string, LinkUse> link_use() const;
+  // How unevenly the DP ranks of a pool run requests: the most any rank runs over the mean per rank, at each
+  // sample where the pool (of 2 ranks or more) runs any, averaged over those samples (1: even; 0: none).
+  double dp_imbalance() const;
 
  private:
   struct LinkClass {
@@ -61,6 +64,8 @@ class TimelineSampler {
   std::vector<LinkClass> classes_;
   std::map<std::string, double> class_bytes_;  // whole run
   KvHits kv_last_;
+  double imbalance_sum_ = 0;
+  std::size_t imbalance_samples_ = 0;
 };
 
 }  // namespace nvl::emu

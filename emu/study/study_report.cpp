@@ -25,7 +25,8 @@ std::vector<std::string> assumptions(const StudyResults& r) {
   for (const StudyVariant& v : s.variants) {
     std::string vs;
     for (const std::string& o : v.set) vs += (vs.empty() ? "" : ", ") + o;
-    out.push_back("Variant " + v.name + ": " + (vs.empty() ? "the base scenario as it is" : vs) + ".");
+    const std::string scenario = v.scenario.empty() ? "the base scenario" : "scenario `" + v.scenario + "`";
+    out.push_back("Variant " + v.name + ": " + scenario + (vs.empty() ? " as it is" : " with " + vs) + ".");
   }
   out.push_back("Swept: `" + s.x_key + "` (" + s.x_label + "); " + std::to_string(s.seeds.size()) +
                 " seeds per point, figures as mean (min to max over the seeds).");
@@ -45,7 +46,7 @@ void write_study_markdown(std::ostream& out, const StudyResults& r, const std::s
   out << "---|\n";
   for (std::size_t v = 0; v < s.variants.size(); ++v) {
     for (std::size_t x = 0; x < s.x_values.size(); ++x) {
-      out << "| " << s.variants[v].name << " | " << study_figure(s.x_values[x]) << " |";
+      out << "| " << s.variants[v].name << " | " << axis_value_text(s.x_values[x]) << " |";
       for (const std::string& m : s.all_metrics()) out << ' ' << spread_text(r.spread(m, v, x)) << " |";
       out << ' ' << (r.drained(v, x) ? "yes" : "no") << " |\n";
     }

@@ -161,10 +161,10 @@ std::string StudyResults::highest_x_answer() const {
       os << "not even " << spec_.x_label << " = " << study_figure(spec_.x_values.front()) << " meets " << within << ": " << why << ".\n";
       continue;
     }
-    os << spec_.x_label << " up to **" << study_figure(spec_.x_values[static_cast<std::size_t>(highest)]) << "** meets " << within
+    os << spec_.x_label << " up to **" << axis_value_text(spec_.x_values[static_cast<std::size_t>(highest)]) << "** meets " << within
        << " on all " << spec_.seeds.size() << " seeds";
     if (static_cast<std::size_t>(highest) + 1 < spec_.x_values.size()) {
-      os << "; at " << study_figure(spec_.x_values[static_cast<std::size_t>(highest) + 1]) << " " << why << ".\n";
+      os << "; at " << axis_value_text(spec_.x_values[static_cast<std::size_t>(highest) + 1]) << " " << why << ".\n";
     } else {
       os << " (the highest value studied: the limit lies above it).\n";
     }
@@ -180,7 +180,7 @@ std::string StudyResults::highest_x_answer() const {
     answer << "No variant meets " << within << " at any " << spec_.x_label << " studied.\n\n";
     return answer.str() + os.str();
   }
-  const std::string reach = spec_.x_label + " up to " + study_figure(spec_.x_values[static_cast<std::size_t>(best_x)]);
+  const std::string reach = spec_.x_label + " up to " + axis_value_text(spec_.x_values[static_cast<std::size_t>(best_x)]);
   if (spec_.variants.size() == 1) {
     answer << reach << ".\n\n";
   } else if (best.size() == 1) {
@@ -202,7 +202,7 @@ std::string StudyResults::best_variant_answer() const {
       const SeedSpread s = spread(spec_.best_metric, v, x);
       if (s.runs > 0) ranked.emplace_back(spec_.best_is_max ? -s.mean : s.mean, v);
     }
-    os << "- " << spec_.x_label << " = " << study_figure(spec_.x_values[x]) << ": ";
+    os << "- " << spec_.x_label << " = " << axis_value_text(spec_.x_values[x]) << ": ";
     if (ranked.empty()) {
       os << "no run reported " << spec_.best_metric << ".\n";
       continue;
@@ -253,14 +253,14 @@ std::string StudyResults::best_x_answer() const {
     const auto [first_stuck, first_mean, first] = ranked.front();
     const SeedSpread s = spread(spec_.best_metric, v, first);
     best_values.insert(spec_.x_values[first]);
-    os << spec_.x_label << " = **" << study_figure(spec_.x_values[first]) << "**: " << spec_.best_metric << " "
+    os << spec_.x_label << " = **" << axis_value_text(spec_.x_values[first]) << "**: " << spec_.best_metric << " "
        << study_figure(s.mean) << " (seeds " << study_figure(s.min) << " to " << study_figure(s.max) << ")";
     if (ranked.size() > 1) {
       const auto [second_stuck, second_mean, second] = ranked[1];
       const double other = spread(spec_.best_metric, v, second).mean;
       char change[32];
       std::snprintf(change, sizeof change, "%+.1f%%", other != 0 ? kPercent * (s.mean - other) / std::abs(other) : 0.0);
-      os << ", " << change << " against " << study_figure(spec_.x_values[second]) << " (" << study_figure(other) << ")";
+      os << ", " << change << " against " << axis_value_text(spec_.x_values[second]) << " (" << study_figure(other) << ")";
       if (second_stuck) os << ", whose runs do not all drain";
     }
     if (first_stuck) os << "; no value studied drains on every seed";

@@ -1,6 +1,7 @@
 #include "emu/study/study_spec.h"
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 
 #include <nlohmann/json.hpp>
@@ -33,6 +34,15 @@ void check_overrides(rt::JsonReader& r, std::string_view key, const std::vector<
   }
 }
 
+// "scenario": a path relative to the study file, which must exist.
+std::string scenario_path(rt::JsonReader& r, const std::string& study_file) {
+  const std::filesystem::path given(r.string("scenario"));
+  const std::filesystem::path path = given.is_absolute() ? given : std::filesystem::path(study_file).parent_path() / given;
+  const std::string resolved = path.lexically_normal().string();
+  if (!std::filesystem::is_regular_file(resolved)) r.fail("scenario", "no scenario file at " + resolved);
+  return resolved;
+}
+
 std::string figure(rt::JsonReader& r, std::string_view key) {
   std::string metric = r.string(key);
   if (!is_report_figure(metric)) {
@@ -54,6 +64,11 @@ const nlohmann::json& report_skeleton() {
 
 }  // namespace
 
+std::string axis_value_text(double x) {
+  if (x == std::floor(x) && std::abs(x) < 1e15) return std::to_string(static_cast<long long>(x));
+  return nlohmann::json(x).dump();
+}
+
 bool is_report_figure(const std::string& path) { return rt::number_at(report_skeleton(), path).has_value(); }
 
 std::vector<std::string> StudySpec::all_metrics() const {
@@ -66,6 +81,16 @@ std::vector<std::string> StudySpec::all_metrics() const {
   return out;
 }
 
+const std::string& StudySpec::scenario_of(std::size_t v) const {
+  return variants[v].scenario.empty() ? scenario : variants[v].scenario;
+}
+
+std::string StudySpec::x_override(std::size_t i) const {
+  std::string text = x_format;
+  text.replace(text.find("{}"), 2, axis_value_text(x_values[i]));
+  return x_key + "=" + text;
+}
+
 StudySpec load_study(const std::string& file) {
   const nlohmann::json doc = rt::JsonReader::parse_file(file);
   rt::JsonReader r(doc, file);
@@ -73,9 +98,7 @@ StudySpec load_study(const std::string& file) {
   s.file = file;
   s.name = r.string("name");
   s.question = r.string("question");
-  const std::filesystem::path scenario(r.string("scenario"));
-  s.scenario = (scenario.is_absolute() ? scenario : std::filesystem::path(file).parent_path() / scenario).lexically_normal().string();
-  if (!std::filesystem::is_regular_file(s.scenario)) r.fail("scenario", "no scenario file at " + s.scenario);
+  s.scenario = scenario_path(r, file);
   if (r.has("set")) {
     s.set = strings(r, "set");
     check_overrides(r, "set", s.set);
@@ -85,6 +108,13 @@ StudySpec load_study(const std::string& file) {
   s.x_key = x.string("key");
   if (s.x_key == "seed") x.fail("key", "the seeds are the study's \"seeds\", not an axis");
   s.x_label = x.has("label") ? x.string("label") : s.x_key;
+  if (x.has("format")) {
+    s.x_format = x.string("format");
+    const std::size_t at = s.x_format.find("{}");
+    if (at == std::string::npos || s.x_format.find("{}", at + 2) != std::string::npos) {
+      x.fail("format", "'" + s.x_format + "' must hold \"{}\" exactly once: where the value goes");
+    }
+  }
   const nlohmann::json& values = x.array("values");
   if (values.empty()) x.fail("values", "empty: the axis needs at least one value");
   for (std::size_t i = 0; i < values.size(); ++i) {
@@ -96,7 +126,8 @@ StudySpec load_study(const std::string& file) {
 
   if (r.has("variants")) {
     for (rt::JsonReader& v : r.objects("variants")) {
-      StudyVariant variant{v.string("name"), {}};
+      StudyVariant variant{v.string("name"), {}, {}};
+      if (v.has("scenario")) variant.scenario = scenario_path(v, file);
       if (v.has("set")) {
         variant.set = strings(v, "set");
         check_overrides(v, "set", variant.set);
@@ -109,7 +140,7 @@ StudySpec load_study(const std::string& file) {
     }
     if (s.variants.empty()) r.fail("variants", "empty: leave it out for one variant, the base scenario");
   } else {
-    s.variants.push_back(StudyVariant{"base", {}});
+    s.variants.push_back(StudyVariant{"base", {}, {}});
   }
 
   try {

@@ -1,6 +1,7 @@
 #include "emu/workload/coding_agent_profile.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include <nlohmann/json.hpp>
 
@@ -113,6 +114,19 @@ CodingAgentProfile CodingAgentProfile::load(const std::string& path) { return pa
 
 CodingAgentProfile CodingAgentProfile::builtin_codex() {
   return parse(kCodexProfileJson, "emu/workload/profiles/codex-swebenchpro.json");
+}
+
+CodingAgentProfile CodingAgentProfile::with_contexts_scaled(double factor) const {
+  CodingAgentProfile p = *this;
+  const auto times = [factor](std::int64_t tokens) { return std::llround(static_cast<double>(tokens) * factor); };
+  p.context_window_tokens = times(context_window_tokens);
+  p.system_prefix_tokens = times(system_prefix_tokens);
+  p.first_call_task_tokens = first_call_task_tokens.scaled(factor);
+  p.new_input_small_tokens = new_input_small_tokens.scaled(factor);
+  p.new_input_large_tokens = new_input_large_tokens.scaled(factor);
+  p.rewrite_depth_tokens = rewrite_depth_tokens.scaled(factor);
+  p.targets.clear();
+  return p;
 }
 
 }  // namespace nvl::emu

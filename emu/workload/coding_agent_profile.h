@@ -49,6 +49,10 @@ struct CodingAgentProfile {
   static CodingAgentProfile load(const std::string& path);
   // The built-in codex-swebenchpro profile.
   static CodingAgentProfile builtin_codex();
+  // Every prompt-side token count times `factor` (system prefix, task, new input per turn, rewrite depth and
+  // the context window); outputs, calls and delays as they were. A what-if for longer contexts: the
+  // published figures no longer describe it, so it has no targets.
+  CodingAgentProfile with_contexts_scaled(double factor) const;
 };
 
 }  // namespace nvl::emu

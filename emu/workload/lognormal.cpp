@@ -54,4 +54,8 @@ double Lognormal::cdf(double x) const {
 
 double Lognormal::mean() const { return std::exp(mu_ + sigma_ * sigma_ / 2); }
 
+Lognormal Lognormal::scaled(double factor) const {
+  return Lognormal(mu_ + std::log(factor), sigma_, min_ * factor, max_ * factor);
+}
+
 }  // namespace nvl::emu

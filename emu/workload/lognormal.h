@@ -18,6 +18,8 @@ class Lognormal {
   double cdf(double x) const;
   // Untruncated mean exp(mu + sigma^2 / 2).
   double mean() const;
+  // The distribution of factor * X: every quantile and both bounds times factor.
+  Lognormal scaled(double factor) const;
 
  private:
   double mu_ = 0;

@@ -27,14 +27,27 @@ std::uint64_t parse_count(const std::string& spec, const std::string& key, const
   return v;
 }
 
+// A factor on every prompt-side token count; bounded so that contexts stay far from overflow.
+double parse_context_scale(const std::string& spec, const std::string& value) {
+  constexpr double kMaxScale = 64;
+  double v = 0;
+  const auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
+  if (ec != std::errc() || p != value.data() + value.size() || !(v > 0) || v > kMaxScale) {
+    throw rt::InputError(spec, "context_scale", "expected a number above 0 and at most 64, got '" + value + "'");
+  }
+  return v;
+}
+
 WorkloadSource generate(const std::string& spec, const LoadOptions& options) {
   std::string params = spec.substr(kCodexPrefix.size());
   if (!params.empty() && params[0] != ':') {
-    throw rt::InputError(spec, "", "expected gen:codex[:trials=N,seed=S,profile=PATH]");
+    throw rt::InputError(spec, "", "expected gen:codex[:trials=N,seed=S,profile=PATH,context_scale=F]");
   }
   std::optional<std::int64_t> trials;
   std::uint64_t seed = kDefaultSeed;
   std::string profile_path;
+  double context_scale = 1;
+  std::string context_scale_text;
   std::size_t pos = params.empty() ? std::string::npos : 1;
   while (pos != std::string::npos && pos < params.size()) {
     const std::size_t comma = params.find(',', pos);
@@ -51,16 +64,21 @@ WorkloadSource generate(const std::string& spec, const LoadOptions& options) {
       seed = parse_count(spec, key, value);
     } else if (key == "profile") {
       profile_path = value;
+    } else if (key == "context_scale") {
+      context_scale = parse_context_scale(spec, value);
+      context_scale_text = value;
     } else {
-      throw rt::InputError(spec, key, "unknown parameter (expected trials, seed or profile)");
+      throw rt::InputError(spec, key, "unknown parameter (expected trials, seed, profile or context_scale)");
     }
   }
   CodingAgentProfile profile =
       profile_path.empty() ? CodingAgentProfile::builtin_codex() : CodingAgentProfile::load(profile_path);
+  if (context_scale != 1) profile = profile.with_contexts_scaled(context_scale);
   std::int64_t n = trials.value_or(profile.default_trials);
   if (options.max_sessions < static_cast<std::size_t>(n)) n = static_cast<std::int64_t>(options.max_sessions);
   WorkloadSource src;
   src.workload = CodingAgentGenerator(profile).generate(n, seed);
+  if (context_scale != 1) src.workload.source += ",context_scale=" + context_scale_text;
   src.profile = std::move(profile);
   return src;
 }

@@ -91,7 +91,10 @@ void KvBlockPool::evict_one() {
 std::optional<std::vector<BlockId>> KvBlockPool::allocate(std::int64_t n) {
   if (n < 0) throw std::invalid_argument("KV pool '" + name_ + "': cannot allocate a negative number of blocks");
   if (n > available_blocks()) return std::nullopt;
-  while (free_blocks() < n) evict_one();
+  while (free_blocks() < n) {
+    evict_one();
+    ++evicted_for_space_;
+  }
   std::vector<BlockId> out;
   out.reserve(static_cast<std::size_t>(n));
   for (std::int64_t i = 0; i < n; ++i) {

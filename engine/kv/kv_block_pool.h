@@ -33,6 +33,8 @@ class KvBlockPool {
   std::int64_t used_blocks() const { return capacity() - free_blocks() - cached_blocks(); }
   // Blocks an allocation could get now: free plus evictable.
   std::int64_t available_blocks() const { return free_blocks() + cached_blocks(); }
+  // Cached blocks evicted to make room for an allocation (not those clear_cached drops), whole run.
+  std::int64_t evicted_for_space() const { return evicted_for_space_; }
 
   // How many leading hashes are published here (no reference taken).
   std::int64_t match_length(std::span<const BlockHash> hashes) const;
@@ -82,6 +84,7 @@ class KvBlockPool {
   BlockId lru_head_ = kNone;                            // cached blocks, least recently used first
   BlockId lru_tail_ = kNone;
   std::int64_t cached_ = 0;
+  std::int64_t evicted_for_space_ = 0;
   BlockHashMap<BlockId> by_hash_;                       // published blocks
   EvictListener on_evict_;
 };

@@ -36,6 +36,7 @@ TEST(KvBlockPool, ReleasedPublishedBlocksStayCachedUntilSpaceIsNeededLruFirst) {
   EXPECT_EQ(pool.available_blocks(), 4);
   auto b = *pool.allocate(3);  // two free + evicts one cached
   EXPECT_EQ(evicted, std::vector<BlockHash>{200});
+  EXPECT_EQ(pool.evicted_for_space(), 1);
   EXPECT_FALSE(pool.contains(200));
   EXPECT_TRUE(pool.contains(100));
   EXPECT_FALSE(pool.allocate(2).has_value());  // one cached left: not enough, and nothing changes
@@ -43,6 +44,8 @@ TEST(KvBlockPool, ReleasedPublishedBlocksStayCachedUntilSpaceIsNeededLruFirst) {
   pool.check_invariants();
   pool.release(b);
   EXPECT_EQ(pool.free_blocks(), 3);
+  pool.clear_cached();
+  EXPECT_EQ(pool.evicted_for_space(), 1) << "a clear is not room made for an allocation";
 }
 
 TEST(KvBlockPool, AcquireTakesACachedBlockOutOfTheLru) {

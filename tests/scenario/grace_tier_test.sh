@@ -14,6 +14,9 @@
 #   Grace hits: 2 of 3 turns find ~262K of their ~264K prompt tokens in Grace: ~66% of prompt tokens.
 #   C2C bytes: loads ~96 x 14.4 GB ~ 1.4 TB; offloads (write-through) ~ every prompt block once: ~48 x
 #   (14.4 GB + 2 x 0.13 GB) ~ 0.7 TB.
+#   HBM evictions (kv.gpu_evicted_tokens), the same with the tier or without (it changes where a prefix is
+#   found, not what HBM holds): each turn stores its whole prompt (~48 x 3 x 264K ~ 38M tokens) and all but
+#   what HBM holds at the end (~5 contexts x 4 GPUs ~ 5.3M) is evicted: ~33M.
 # grace-c2c-shared: the same sessions on GPUs 0 and 1, one Grace's two GPUs: the same checks on the tier's
 # use, and that its copies crossed the shared Grace memory channel.
 set -u
@@ -30,6 +33,8 @@ check "offload: output throughput on / off" \
 check "offload: TB loaded over C2C" "$(python3 -c "print($(get on kv.grace_load_bytes) / 1e12)")" 1.2 1.6
 check "offload: TB offloaded over C2C" "$(python3 -c "print($(get on kv.grace_offload_bytes) / 1e12)")" 0.6 0.8
 check "offload: C2C bytes, tier off" "$(get off kv.grace_load_bytes)" 0 0
+check "offload: M tokens evicted from HBM, tier on" "$(python3 -c "print($(get on kv.gpu_evicted_tokens) / 1e6)")" 30 36
+check "offload: M tokens evicted from HBM, tier off" "$(python3 -c "print($(get off kv.gpu_evicted_tokens) / 1e6)")" 30 36
 
 run shared grace-c2c-shared || exit 1
 check "c2c-shared: Grace hit rate" "$(get shared kv.hit_rate_grace)" 0.6 0.7

@@ -61,6 +61,23 @@ TEST_F(StudyFile, ReadsTheQuestionAxisVariantsSeedsAndAnswer) {
   EXPECT_EQ(s.bounds[0].max, 2000.0);
 }
 
+TEST_F(StudyFile, TheAxisSetsItsKeyPlainOrThroughAFormat) {
+  nlohmann::json study = valid();
+  EXPECT_EQ(load_study(write(study)).x_override(1), "workload.rate=1") << "a whole number without a decimal point";
+  EXPECT_EQ(load_study(write(study)).x_override(0), "workload.rate=0.5");
+  study["x"] = {{"key", "workload.source"}, {"format", "bench:isl={},osl=16"}, {"values", {32768, 65536}}};
+  EXPECT_EQ(load_study(write(study)).x_override(1), "workload.source=bench:isl=65536,osl=16");
+}
+
+TEST_F(StudyFile, AVariantMayRunAScenarioOfItsOwn) {
+  std::ofstream(dir / "other.json") << "{}";
+  nlohmann::json study = valid();
+  study["variants"][1]["scenario"] = "other.json";
+  const StudySpec s = load_study(write(study));
+  EXPECT_EQ(s.scenario_of(0), (dir / "base.json").string());
+  EXPECT_EQ(s.scenario_of(1), (dir / "other.json").string()) << "relative to the study file";
+}
+
 TEST_F(StudyFile, BadInputNamesItsKey) {
   const auto named = [&](nlohmann::json study, const std::string& key) {
     const std::string e = error_of(study);
@@ -79,11 +96,20 @@ TEST_F(StudyFile, BadInputNamesItsKey) {
   s["x"]["values"] = {2, 1};
   named(s, "x.values");
   s = valid();
+  s["x"]["format"] = "bench:isl=N";
+  named(s, "x.format");
+  s = valid();
+  s["x"]["format"] = "{}-{}";
+  named(s, "x.format");
+  s = valid();
   s["variants"][1]["set"] = {"no-equals-sign"};
   named(s, "variants[1].set");
   s = valid();
   s["variants"][1]["name"] = "a";
   named(s, "variants");
+  s = valid();
+  s["variants"][1]["scenario"] = "missing.json";
+  named(s, "variants[1].scenario");
   s = valid();
   s["answer"]["best_variant"] = {{"metric", "throughput.output_tokens_per_s"}, {"goal", "max"}};
   named(s, "answer.highest_x_within");
@@ -132,7 +158,7 @@ StudySpec two_variants_three_rates() {
   s.x_key = "workload.rate";
   s.x_label = "sessions/s";
   s.x_values = {1, 2, 3};
-  s.variants = {{"a", {}}, {"b", {}}};
+  s.variants = {{"a", {}, {}}, {"b", {}, {}}};
   s.seeds = {1, 2};
   s.metrics = {"throughput.output_tokens_per_s"};
   s.bounds = {{"latency_ms.ttft.p90", 2000.0, std::nullopt}};
@@ -209,7 +235,7 @@ TEST(StudyAnswer, ARunnerUpThatDidNotDrainIsSaidToBeOne) {
 // stop at their time limit (their unfinished requests flatter the figure): the answer is 2, -33.3% against 1.
 TEST(StudyAnswer, TheBestValueOfTheAxisAmongThoseThatDrain) {
   StudySpec spec = two_variants_three_rates();
-  spec.variants = {{"base", {}}};
+  spec.variants = {{"base", {}, {}}};
   spec.bounds.clear();
   spec.best_metric = "latency_ms.ttft.p90";
   spec.best_is_max = false;

@@ -190,6 +190,10 @@ TEST(SourceBadInput, UnknownSourcesAndGeneratorParameters) {
   expect_input_error([] { open_workload_source("gen:other"); }, {"unknown generator"});
   expect_input_error([] { open_workload_source("gen:codex:trials=x"); }, {"trials", "non-negative integer"});
   expect_input_error([] { open_workload_source("gen:codex:speed=3"); }, {"speed", "unknown parameter"});
+  for (const char* scale : {"0", "-2", "x", "65", "2x"}) {
+    expect_input_error([&] { open_workload_source(std::string("gen:codex:context_scale=") + scale); },
+                       {"context_scale", "above 0 and at most 64"});
+  }
 }
 
 // A folder as the trace collections ship it (the trace beside a README and license) is read as its one

@@ -89,5 +89,35 @@ TEST(CodingAgentGenerator, TrialsShareTheSystemPrefixButNotTheirOwnBlocks) {
   }
 }
 
+// context_scale=F multiplies every prompt-side token count and leaves outputs alone, so a call's prompt is
+// F x (what the trial read) + the answers before it. Hand estimate of the mean prompt at F = 4 from the
+// unscaled run: 4 x mean - 3 x (mean of the outputs before each call). Compaction at the (scaled) window and
+// rewrites that cut into answers move it a little: within 5%.
+TEST(CodingAgentGenerator, ScaledContextsGrowByTheFactorBesideTheAnswers) {
+  const CodingAgentProfile base = CodingAgentProfile::builtin_codex();
+  const Workload one = CodingAgentGenerator(base).generate(200, 1);
+  const Workload four = CodingAgentGenerator(base.with_contexts_scaled(4)).generate(200, 1);
+  double prompt_one = 0, prompt_four = 0, answers_before = 0, calls = 0;
+  ASSERT_EQ(one.sessions.size(), four.sessions.size());
+  for (std::size_t s = 0; s < one.sessions.size(); ++s) {
+    const auto& a = one.sessions[s].requests;
+    const auto& b = four.sessions[s].requests;
+    ASSERT_EQ(a.size(), b.size()) << "calls per trial do not scale";
+    double answered = 0;
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      EXPECT_EQ(a[i].output_tokens, b[i].output_tokens) << "answers do not scale";
+      prompt_one += static_cast<double>(a[i].prompt_tokens);
+      prompt_four += static_cast<double>(b[i].prompt_tokens);
+      answers_before += answered;
+      answered += static_cast<double>(a[i].output_tokens);
+      ++calls;
+    }
+  }
+  const double estimate = 4 * prompt_one / calls - 3 * answers_before / calls;
+  EXPECT_NEAR(prompt_four / calls / estimate, 1.0, 0.05)
+      << "mean prompt " << prompt_four / calls << " against " << estimate << " (unscaled " << prompt_one / calls << ")";
+  EXPECT_TRUE(base.with_contexts_scaled(4).targets.empty()) << "the published figures describe the unscaled trace";
+}
+
 }  // namespace generator_test
 }  // namespace nvl::emu
