@@ -4,7 +4,6 @@
 // answer with its numbers, a table and plots of each figure over the seeds, and what the numbers rest on.
 // Exit 1 when a run failed, 2 for bad input.
 #include <algorithm>
-#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
