@@ -10,7 +10,7 @@
 
 #include <boost/process.hpp>
 
-#include "emu/rt/errors.h"
+#include "tools/output_folder.h"
 
 namespace nvl::tools {
 
@@ -65,9 +65,8 @@ std::string last_line(const std::filesystem::path& file) {
 }
 
 void prepare_run_folder(const std::filesystem::path& dir) {
+  prepare_output_folder(dir, "--out");
   std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) throw rt::InputError(dir.string(), "--out", "cannot create the folder: " + ec.message());
   std::filesystem::remove(dir / "report.json", ec);
 }
 

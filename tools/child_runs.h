@@ -27,7 +27,7 @@ std::vector<int> run_children(const std::vector<ChildRun>& runs, unsigned jobs,
 // The last non-empty line of a run's log: its error message when it stopped on bad input or a crash.
 std::string last_line(const std::filesystem::path& file);
 
-// Creates a run's output folder (rt::InputError naming it and --out when it cannot) and removes an earlier
+// Readies a run's output folder as prepare_output_folder does (naming --out) and removes an earlier
 // run's report.json from it, so that a run that writes none shows none.
 void prepare_run_folder(const std::filesystem::path& dir);
 

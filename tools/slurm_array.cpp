@@ -9,6 +9,7 @@
 #include <boost/process.hpp>
 
 #include "emu/rt/errors.h"
+#include "tools/output_folder.h"
 
 namespace nvl::tools {
 
@@ -135,9 +136,8 @@ void add_slurm_options(CLI::App& app, SlurmOptions& opts) {
 std::vector<int> run_children_on_slurm(const std::vector<ChildRun>& runs, const SlurmOptions& slurm,
                                        unsigned max_at_once, const fs::path& work_dir,
                                        const std::function<void(std::size_t, int)>& on_done) {
+  prepare_output_folder(work_dir, "--slurm");
   std::error_code ec;
-  fs::create_directories(work_dir, ec);
-  if (ec) throw rt::InputError(work_dir.string(), "--slurm", "cannot create the folder: " + ec.message());
   for (std::size_t i = 0; i < runs.size(); ++i) fs::remove(exit_file(work_dir, i), ec);
   const fs::path script = fs::absolute(work_dir / "runs.sh");
   write_job_script(script, runs, fs::absolute(work_dir));

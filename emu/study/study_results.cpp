@@ -18,6 +18,13 @@ namespace {
 
 constexpr double kPercent = 100.0;
 
+// The best's mean against the next one's, signed, in %: "-36.1%".
+std::string relative_change(double best, double other) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%+.1f%%", other != 0 ? kPercent * (best - other) / std::abs(other) : 0.0);
+  return text;
+}
+
 // Each pool's longest queue over the run and when, longest first, and the router's own queue when it
 // had one: where a run that no longer drains piled its requests up.
 std::string peak_queues(const nlohmann::json& report) {
@@ -158,7 +165,7 @@ std::string StudyResults::highest_x_answer() const {
     }
     os << "- **" << spec_.variants[v].name << "**: ";
     if (highest < 0) {
-      os << "not even " << spec_.x_label << " = " << study_figure(spec_.x_values.front()) << " meets " << within << ": " << why << ".\n";
+      os << "not even " << spec_.x_label << " = " << axis_value_text(spec_.x_values.front()) << " meets " << within << ": " << why << ".\n";
       continue;
     }
     os << spec_.x_label << " up to **" << axis_value_text(spec_.x_values[static_cast<std::size_t>(highest)]) << "** meets " << within
@@ -216,9 +223,7 @@ std::string StudyResults::best_variant_answer() const {
     if (ranked.size() > 1) {
       const std::size_t second = ranked[1].second;
       const double other = spread(spec_.best_metric, second, x).mean;
-      char change[32];
-      std::snprintf(change, sizeof change, "%+.1f%%", other != 0 ? kPercent * (s.mean - other) / std::abs(other) : 0.0);
-      os << ", " << change << " against " << spec_.variants[second].name << " (" << study_figure(other) << ")";
+      os << ", " << relative_change(s.mean, other) << " against " << spec_.variants[second].name << " (" << study_figure(other) << ")";
       if (!drained(second, x)) os << ", not every run of which drained";
     }
     if (!drained(first, x)) os << "; not every run of it drained";
@@ -258,9 +263,7 @@ std::string StudyResults::best_x_answer() const {
     if (ranked.size() > 1) {
       const auto [second_stuck, second_mean, second] = ranked[1];
       const double other = spread(spec_.best_metric, v, second).mean;
-      char change[32];
-      std::snprintf(change, sizeof change, "%+.1f%%", other != 0 ? kPercent * (s.mean - other) / std::abs(other) : 0.0);
-      os << ", " << change << " against " << axis_value_text(spec_.x_values[second]) << " (" << study_figure(other) << ")";
+      os << ", " << relative_change(s.mean, other) << " against " << axis_value_text(spec_.x_values[second]) << " (" << study_figure(other) << ")";
       if (second_stuck) os << ", whose runs do not all drain";
     }
     if (first_stuck) os << "; no value studied drains on every seed";
@@ -269,7 +272,7 @@ std::string StudyResults::best_x_answer() const {
   std::ostringstream answer;
   answer << (spec_.best_is_max ? "The most " : "The least ") << spec_.best_metric << ": ";
   if (best_values.size() == 1) {
-    answer << spec_.x_label << " = " << study_figure(*best_values.begin())
+    answer << spec_.x_label << " = " << axis_value_text(*best_values.begin())
            << (spec_.variants.size() > 1 ? " for every variant" : "") << ".\n\n";
   } else {
     answer << "the best " << spec_.x_label << " depends on the variant (below).\n\n";
