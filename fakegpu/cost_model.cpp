@@ -98,11 +98,15 @@ std::optional<double> CostModel::measured_ns(const hal::KernelDesc& k) const {
       });
     }
   }
-  if (measured_.moe && k.kind == hal::KernelKind::moe_gemm && measured_.moe->has(k.dtype)) {
+  if (k.kind == hal::KernelKind::moe_gemm) {
     const auto* g = std::get_if<hal::GroupedGemmShape>(&k.shape);
     if (g == nullptr || !g->fused) return std::nullopt;
-    return measured_.moe->time_ns(k.dtype, g->hidden, *g->fused, [&](double tokens) {
-      return fused_moe_roofline_ns(k.dtype, g->hidden, *g->fused, tokens);
+    const MeasuredMoeTable* table = moe_table(g->fused->feed);
+    if (table == nullptr || !table->has(k.dtype)) return std::nullopt;
+    return table->time_ns(k.dtype, g->hidden, *g->fused, [&](double tokens, std::int64_t ep) {
+      hal::FusedMoeShape at = *g->fused;
+      at.ep = ep;
+      return fused_moe_roofline_ns(k.dtype, g->hidden, at, tokens);
     });
   }
   if (measured_.mla_decode && k.kind == hal::KernelKind::attn_decode && measured_.mla_decode->has(k.dtype)) {
@@ -122,6 +126,15 @@ std::optional<double> CostModel::measured_ns(const hal::KernelDesc& k) const {
     return *table * mla_decode_roofline_ns(k.dtype, a->heads, batch, queries, kv_len) / one_query(batch, kv_len);
   }
   return std::nullopt;
+}
+
+const MeasuredMoeTable* CostModel::moe_table(hal::MoeFeed feed) const {
+  switch (feed) {
+    case hal::MoeFeed::routed_here: return measured_.moe.get();
+    case hal::MoeFeed::deepep_low_latency: return measured_.moe_deepep_low_latency.get();
+    case hal::MoeFeed::deepep_normal: return measured_.moe_deepep_normal.get();
+  }
+  return nullptr;
 }
 
 double CostModel::mla_decode_roofline_ns(hal::DType kv_dtype, std::int64_t heads, double batch, double queries,

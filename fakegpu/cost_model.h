@@ -8,7 +8,8 @@
 // decode attention of a KV dtype and head count the MLA table holds, cost what the table says for their
 // shape (MeasuredGemmTable, MeasuredMlaDecodeTable), their compute and memory parts scaled together to
 // that time so that SM shares and throttles still apply as they would to the roofline's; so does a fused
-// MoE op (FusedMoeShape) the MoE table holds (MeasuredMoeTable). In a list of
+// MoE op (FusedMoeShape) the MoE table of its feed holds (MeasuredMoeTable: routed on the GPU itself, or
+// behind DeepEP's low-latency or normal dispatch). In a list of
 // kernels, a DSA decode or prefill attention block the DSA module tables hold costs what the table says
 // for the whole block (find_dsa_module), its kernels scaled together to that time.
 #include <array>
@@ -53,6 +54,8 @@ class CostModel {
 
   // The measured time of a kernel the tables hold, else none.
   std::optional<double> measured_ns(const hal::KernelDesc& k) const;
+  // The MoE table of ops fed as `feed` says; null: none.
+  const MeasuredMoeTable* moe_table(hal::MoeFeed feed) const;
   // Rooflines at the device's peak rates, without efficiencies: what measured utilisation is of.
   double gemm_roofline_ns(hal::DType dtype, std::int64_t m, std::int64_t n, std::int64_t k) const;
   // `batch` sequences of `queries` queries each attending `kv_len` keys of the latent KV (DeepSeek-V3's

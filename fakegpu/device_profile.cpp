@@ -61,7 +61,9 @@ DeviceProfile load_device_profile(const std::filesystem::path& file) {
       MeasuredKernelFiles& files = p.measured_kernels[library];
       for (auto [key, path] : {std::pair{"gemm", &files.gemm}, std::pair{"mla_decode", &files.mla_decode},
                                std::pair{"dsa_decode", &files.dsa_decode},
-                               std::pair{"dsa_context", &files.dsa_context}, std::pair{"moe", &files.moe}}) {
+                               std::pair{"dsa_context", &files.dsa_context}, std::pair{"moe", &files.moe},
+                               std::pair{"moe_deepep_ll", &files.moe_deepep_low_latency},
+                               std::pair{"moe_deepep_normal", &files.moe_deepep_normal}}) {
         if (!tables.has(key)) continue;
         *path = file.parent_path() / tables.string(key);
         if (!std::filesystem::exists(*path)) tables.fail(key, "no file " + path->string());

@@ -16,7 +16,12 @@ MeasuredKernels MeasuredKernels::load(const MeasuredKernelFiles& files) {
     k.dsa_context = std::make_shared<const MeasuredDsaModuleTable>(
         MeasuredDsaModuleTable::load(files.dsa_context, DsaPhase::context));
   }
-  if (!files.moe.empty()) k.moe = std::make_shared<const MeasuredMoeTable>(MeasuredMoeTable::load(files.moe));
+  const auto moe = [](const std::filesystem::path& file) {
+    return file.empty() ? nullptr : std::make_shared<const MeasuredMoeTable>(MeasuredMoeTable::load(file));
+  };
+  k.moe = moe(files.moe);
+  k.moe_deepep_low_latency = moe(files.moe_deepep_low_latency);
+  k.moe_deepep_normal = moe(files.moe_deepep_normal);
   return k;
 }
 

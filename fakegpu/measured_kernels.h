@@ -17,6 +17,8 @@ struct MeasuredKernelFiles {
   std::filesystem::path dsa_decode;
   std::filesystem::path dsa_context;
   std::filesystem::path moe;
+  std::filesystem::path moe_deepep_low_latency;
+  std::filesystem::path moe_deepep_normal;
 };
 
 struct MeasuredKernels {
@@ -25,6 +27,9 @@ struct MeasuredKernels {
   std::shared_ptr<const MeasuredDsaModuleTable> dsa_decode;   // null: DSA decode attention kernel by kernel
   std::shared_ptr<const MeasuredDsaModuleTable> dsa_context;  // null: DSA prefill attention kernel by kernel
   std::shared_ptr<const MeasuredMoeTable> moe;               // null: routed experts on the roofline
+  // The experts behind DeepEP's dispatch, in its two modes (same columns; tokens are the EP group's).
+  std::shared_ptr<const MeasuredMoeTable> moe_deepep_low_latency;  // null: those experts on the roofline
+  std::shared_ptr<const MeasuredMoeTable> moe_deepep_normal;       // null: likewise
 
   // Throws rt::InputError for a table file that does not load.
   static MeasuredKernels load(const MeasuredKernelFiles& files);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 
 #include "emu/rt/measured_csv_reader.h"
 #include "fakegpu/measured_curve.h"
@@ -50,12 +51,25 @@ MeasuredMoeTable MeasuredMoeTable::load(const std::filesystem::path& file) {
 std::optional<double> MeasuredMoeTable::time_ns(hal::DType dtype, std::int64_t hidden, const hal::FusedMoeShape& op,
                                                 const Roofline& roofline) const {
   if (op.tokens <= 0) return std::nullopt;
-  const auto curve = std::find_if(curves_.begin(), curves_.end(), [&](const Curve& c) {
-    return c.dtype == dtype && c.hidden == hidden && c.inter == op.expert_inter && c.topk == op.topk &&
-           c.experts == op.experts && c.tp == op.tp && c.ep == op.ep;
-  });
-  if (curve == curves_.end()) return std::nullopt;
-  return read_measured_curve(curve->tokens, curve->ns, static_cast<double>(op.tokens), roofline);
+  const auto tokens = static_cast<double>(op.tokens);
+  const auto read = [&](const Curve& c) {
+    return read_measured_curve(c.tokens, c.ns, tokens, [&](double t) { return roofline(t, c.ep); });
+  };
+  const Curve* below = nullptr;
+  const Curve* above = nullptr;
+  for (const Curve& c : curves_) {
+    if (c.dtype != dtype || c.hidden != hidden || c.inter != op.expert_inter || c.topk != op.topk ||
+        c.experts != op.experts || c.tp != op.tp) {
+      continue;
+    }
+    if (c.ep == op.ep) return read(c);
+    if (c.ep < op.ep && (below == nullptr || c.ep > below->ep)) below = &c;
+    if (c.ep > op.ep && (above == nullptr || c.ep < above->ep)) above = &c;
+  }
+  if (below == nullptr || above == nullptr) return std::nullopt;
+  const double w = std::log(static_cast<double>(op.ep) / static_cast<double>(below->ep)) /
+                   std::log(static_cast<double>(above->ep) / static_cast<double>(below->ep));
+  return std::exp((1 - w) * std::log(read(*below)) + w * std::log(read(*above)));
 }
 
 bool MeasuredMoeTable::has(hal::DType dtype) const {

@@ -167,7 +167,8 @@ std::vector<CalibrationRow> v2_rows() {
   // V2: SGLang DeepSeek-V3 decode, 9 x 8 H100 (IB 400 Gb/GPU), EP72 (with 32 redundant experts so 288
   // slots spread over 72), batch 256 per GPU, KV length 2,000 (BF16 KV, SGLang's default), two-batch
   // overlap (--enable-two-batch-overlap in the decode command of sglang issue #6017). GEMMs and MLA decode
-  // attention priced from SGLang's kernels as measured on H100 (the grouped MoE GEMM on the roofline).
+  // attention priced from SGLang's kernels as measured on H100, and so are the routed experts behind
+  // DeepEP's low-latency dispatch (at EP72, read between the measured EP64 and EP128).
   const double v2 = decode_tokens_per_s_per_gpu(
       DecodeSetup{"h100", "hgx-h100", "deepseek-v3", 72, 9, 32, 256, 2'000, hal::DType::bf16, true});
   CalibrationRow r2 = row("v2_decode_h100", RowBasis::independent,
@@ -182,8 +183,9 @@ std::vector<CalibrationRow> v3_rows() {
   // 32 redundant experts), CUDA graphs and DeepEP dispatch sized for 768 tokens per rank
   // (--cuda-graph-bs 768, --max-running-requests 36864 = 768 x 48), decode kept saturated by the
   // slow-down API, BF16 KV (cutlass_mla; FP8 attention came in Part II), no two-batch overlap (the blog
-  // disables it on NVL72), no MTP, 2,000-token input. GEMMs and MLA decode attention priced from SGLang's
-  // kernels as measured on GB200 (the grouped MoE GEMM on the roofline).
+  // disables it on NVL72), no MTP, 2,000-token input. GEMMs, MLA decode attention and the routed experts
+  // behind DeepEP's low-latency dispatch priced from SGLang's kernels as measured on GB200 (the experts at
+  // EP48, read between the measured EP32 and EP64).
   const double v3 = decode_tokens_per_s_per_gpu(DecodeSetup{"gb200", "gb200-nvl72", "deepseek-v3", 48, 1, 32, 768, 2'000});
   CalibrationRow r3 = row("v3_decode_gb200", RowBasis::independent,
                           "SGLang DeepSeek-V3 decode, GB200 NVL72, DP48 x EP48, batch 768/GPU, BF16 KV, input 2,000: "

@@ -249,9 +249,10 @@ void LayerKernels::grouped_gemm(const char* name, std::int64_t parts, std::int64
                            name, hal::GroupedGemmShape{expert_tokens, experts_read, h, inter, parts, fused}});
 }
 
-hal::FusedMoeShape LayerKernels::fused_moe(std::int64_t tokens, std::int64_t tp, std::int64_t ep) const {
+hal::FusedMoeShape LayerKernels::fused_moe(std::int64_t tokens, std::int64_t tp, std::int64_t ep,
+                                           hal::MoeFeed feed) const {
   return hal::FusedMoeShape{tokens, model_.num_experts_per_tok, model_.n_routed_experts, model_.moe_intermediate_size,
-                            tp, ep};
+                            tp, ep, feed};
 }
 
 void LayerKernels::routed_experts(std::int64_t expert_tokens, std::int64_t experts_read,

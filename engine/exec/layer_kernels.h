@@ -31,14 +31,13 @@ class LayerKernels {
   void moe_gate_and_shared(std::int64_t tokens, std::vector<hal::KernelDesc>& out) const;
   void moe_gate(std::int64_t tokens, std::vector<hal::KernelDesc>& out) const;
   void shared_expert(std::int64_t tokens, std::vector<hal::KernelDesc>& out) const;
-  // The fused MoE op of `tokens` on a GPU that routes them itself, the experts split `tp` ways within and
-  // `ep` ways across.
-  hal::FusedMoeShape fused_moe(std::int64_t tokens, std::int64_t tp, std::int64_t ep) const;
+  // The MoE op of `tokens` fed as `feed` says, the experts split `tp` ways within and `ep` ways across.
+  hal::FusedMoeShape fused_moe(std::int64_t tokens, std::int64_t tp, std::int64_t ep,
+                               hal::MoeFeed feed = hal::MoeFeed::routed_here) const;
   // One MoE layer's routed experts on this rank: `expert_tokens` token-expert pairs over `experts_read`
-  // experts (those with a token), whose weights are read; `fused`, the op they are, where the rank routes
-  // its tokens itself. One fused kernel; or, for single-batch overlap (whose combine sends each expert's
-  // outputs as the down GEMM finishes them), its two grouped GEMMs apart: gate-up with the activation,
-  // then down.
+  // experts (those with a token), whose weights are read; `fused`, the op they are. One fused kernel; or,
+  // for single-batch overlap (whose combine sends each expert's outputs as the down GEMM finishes them),
+  // its two grouped GEMMs apart: gate-up with the activation, then down.
   void routed_experts(std::int64_t expert_tokens, std::int64_t experts_read,
                       const std::optional<hal::FusedMoeShape>& fused, std::vector<hal::KernelDesc>& out) const;
   void routed_experts_gate_up(std::int64_t expert_tokens, std::int64_t experts_read,

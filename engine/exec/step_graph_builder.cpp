@@ -118,6 +118,7 @@ std::shared_ptr<const hal::Graph> StepGraphBuilder::dense_layer(std::int64_t n, 
 
 std::shared_ptr<const hal::Graph> StepGraphBuilder::moe_layer(std::int64_t n, const hal::SharedKernels& attention,
                                                               std::span<const std::int64_t> tokens_per_rank,
+                                                              bool decode_only,
                                                               std::shared_ptr<hal::Graph>& into) const {
   const EpRouting* routing = opts_.ep_group ? &ep_routing() : nullptr;
   // Under attention DP + MoE TP the experts run on every rank's tokens, gathered.
@@ -131,12 +132,18 @@ std::shared_ptr<const hal::Graph> StepGraphBuilder::moe_layer(std::int64_t n, co
   if (routing != nullptr) {
     const std::int64_t expert_tokens = routing->expert_tokens;
     const std::int64_t hit = routing->slots_hit;
+    const auto ep = static_cast<std::int64_t>(opts_.ep_group->members().size());
     // Without the all-to-alls every GPU of the EP group holds all `n` tokens and routes them itself.
-    std::optional<hal::FusedMoeShape> fused;
-    if (!all_to_all) fused = kernels_.fused_moe(n, 1, static_cast<std::int64_t>(opts_.ep_group->members().size()));
+    // Dispatched, the op is the group's tokens of which this rank computes its pairs: as many as pairs x
+    // EP / top-k would give it balanced, so a rank the routing loads more reads as a bigger op.
+    const hal::MoeFeed feed = !all_to_all ? hal::MoeFeed::routed_here
+                              : decode_only ? hal::MoeFeed::deepep_low_latency
+                                            : hal::MoeFeed::deepep_normal;
+    const std::int64_t op_tokens = all_to_all ? expert_tokens * ep / kernels_.model().num_experts_per_tok : n;
+    const hal::FusedMoeShape fused = kernels_.fused_moe(op_tokens, 1, ep, feed);
     experts = &kept(
         experts_, expert_tokens, hit, [&](auto& out) { kernels_.routed_experts(expert_tokens, hit, fused, out); },
-        fused ? n : 0);
+        all_to_all ? static_cast<std::int64_t>(feed) : n);
   } else if (opts_.moe_tp_group) {
     const auto moe_tp = static_cast<std::int64_t>(opts_.moe_tp_group->members().size());
     const std::int64_t pairs = gathered * kernels_.model().num_experts_per_tok;
@@ -208,7 +215,7 @@ hal::Graph StepGraphBuilder::build(const RankBatch& batch, std::span<const std::
   hal::Graph g = main_layers(batch, attention, tokens_per_rank, 0, m.num_hidden_layers, true);
   if (opts_.mtp && m.num_nextn_predict_layers > 0) {
     // The MTP module is one more MoE decoder layer over the batch (its own indexer too), then its head.
-    g.add_repeat(moe_layer(batch.tokens(), attention, tokens_per_rank, moe_body_),
+    g.add_repeat(moe_layer(batch.tokens(), attention, tokens_per_rank, batch.prefills.empty(), moe_body_),
                  static_cast<std::size_t>(m.num_nextn_predict_layers));
     add_head(g, batch);
   }
@@ -254,8 +261,9 @@ hal::Graph StepGraphBuilder::main_layers(const RankBatch& batch, const hal::Shar
     if (dense > dense_shared) repeat(dense_layer(n, attention, dense_body_), dense - dense_shared);
     if (dense_shared > 0) repeat(dense_layer(n, shared, dense_shared_body_), dense_shared);
   }
-  if (moe > moe_shared) repeat(moe_layer(n, attention, tokens_per_rank, moe_body_), moe - moe_shared);
-  if (moe_shared > 0) repeat(moe_layer(n, shared, tokens_per_rank, moe_shared_body_), moe_shared);
+  const bool decode_only = batch.prefills.empty();
+  if (moe > moe_shared) repeat(moe_layer(n, attention, tokens_per_rank, decode_only, moe_body_), moe - moe_shared);
+  if (moe_shared > 0) repeat(moe_layer(n, shared, tokens_per_rank, decode_only, moe_shared_body_), moe_shared);
   if (with_head) add_head(g, batch);
   return g;
 }

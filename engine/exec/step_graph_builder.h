@@ -108,9 +108,10 @@ class StepGraphBuilder {
   // One dense layer over this rank's batch of `n` tokens, built into the body `into` (see body()).
   std::shared_ptr<const hal::Graph> dense_layer(std::int64_t n, const hal::SharedKernels& attention,
                                                 std::shared_ptr<hal::Graph>& into) const;
-  // One MoE layer over this rank's batch of `n` tokens, built into the body `into`.
+  // One MoE layer over this rank's batch of `n` tokens, built into the body `into`; `decode_only`: the
+  // batch has no prefill tokens (DeepEP's low-latency mode dispatches it).
   std::shared_ptr<const hal::Graph> moe_layer(std::int64_t n, const hal::SharedKernels& attention,
-                                              std::span<const std::int64_t> tokens_per_rank,
+                                              std::span<const std::int64_t> tokens_per_rank, bool decode_only,
                                               std::shared_ptr<hal::Graph>& into) const;
   // The MoE layer under single-batch overlap: gate, dispatch, gate-up GEMM, then the combine with the
   // down GEMM and the shared expert beside it.

@@ -23,16 +23,23 @@ struct BatchedGemmShape {
   std::int64_t k = 0;
 };
 
-// A fused MoE op as kernel libraries launch it on tokens they route themselves: every GPU of the group
-// holds every token (MoE TP, or EP without all-to-alls), picks each token's top-k experts and runs those
-// it holds. Experts sharded `tp` ways within, `ep` ways across.
+// How a MoE op's tokens reach the GPU that runs its experts: every GPU of the group holds them all and
+// routes them itself (MoE TP, or EP without all-to-alls), or DeepEP dispatches each GPU its share, in
+// low-latency mode (as SGLang runs decode batches) or normal mode (batches with prefill tokens).
+enum class MoeFeed : std::uint8_t { routed_here, deepep_low_latency, deepep_normal };
+
+// A MoE op as kernel libraries launch it and measured tables key it: `tokens` over the EP group, each
+// picking its top-k experts, the GPU's experts computing its share (tokens x topk / ep expert rows when
+// balanced). Routed here, every GPU holds all `tokens`; dispatched, they are the group's. Experts sharded
+// `tp` ways within, `ep` ways across.
 struct FusedMoeShape {
-  std::int64_t tokens = 0;  // entering the op on this GPU
+  std::int64_t tokens = 0;
   std::int64_t topk = 0;
   std::int64_t experts = 0;       // the model's routed experts
   std::int64_t expert_inter = 0;  // an expert's whole intermediate dimension
   std::int64_t tp = 1;
   std::int64_t ep = 1;
+  MoeFeed feed = MoeFeed::routed_here;
 };
 
 // A grouped GEMM over the experts a GPU holds: `pairs` token-expert pairs spread over `experts_read`
@@ -44,8 +51,7 @@ struct GroupedGemmShape {
   std::int64_t hidden = 0;
   std::int64_t inter = 0;  // this GPU's part of each expert's intermediate dimension
   std::int64_t matrices = 3;
-  // The fused op it is all of, where the GPU routes its tokens itself; none where the tokens arrive
-  // dispatched by an all-to-all.
+  // The MoE op it is all of; none where it is one part of it (the overlapped gate-up and down halves).
   std::optional<FusedMoeShape> fused;
 };
 

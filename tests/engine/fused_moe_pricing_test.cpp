@@ -22,13 +22,14 @@ struct Glm5Tp8OnB200 {
 
   // The routed experts of `tokens` whose pairs hit `experts_hit` experts, as StepGraphBuilder sets them
   // up at TP without EP; their time with or without the MoE table (the other tables in use either way).
-  double experts_ns(std::int64_t tokens, std::int64_t experts_hit, bool moe_table, bool fused = true) const {
+  double experts_ns(std::int64_t tokens, std::int64_t experts_hit, bool moe_table,
+                    hal::MoeFeed feed = hal::MoeFeed::routed_here) const {
     std::vector<hal::KernelDesc> ks;
-    std::optional<hal::FusedMoeShape> op;
-    if (fused) op = kernels.fused_moe(tokens, 8, 1);
+    const hal::FusedMoeShape op = kernels.fused_moe(tokens, 8, 1, feed);
     kernels.routed_experts(tokens * 8 / 8, (experts_hit + 7) / 8, op, ks);
     fakegpu::CostModel pricing(profile, 0);
     fakegpu::MeasuredKernels used = tables;
+    used.moe_deepep_low_latency = nullptr;
     if (!moe_table) used.moe = nullptr;
     pricing.use_measured_kernels(used);
     return fakegpu::price_ns(pricing.cost(ks.at(0), {}), {});
@@ -57,8 +58,9 @@ TEST(FusedMoePricing, DecodesRoutedExpertsCostWhatTheMoeTableSays) {
   EXPECT_NEAR(table, Glm5Tp8OnB200::table_us(16) * 1e3, 1.0);
   EXPECT_NEAR(roofline, 78e3, 3e3);
   EXPECT_NEAR(table / roofline, 119.4 / 78, 0.08);
-  // Routed by an all-to-all (no fused op of its own): the roofline, table or not.
-  EXPECT_DOUBLE_EQ(rig.experts_ns(16, 101, true, false), roofline);
+  // Dispatched by DeepEP: not what the fused table measured (its op routes every token itself), so the
+  // roofline where no DeepEP table is in use.
+  EXPECT_DOUBLE_EQ(rig.experts_ns(16, 101, true, hal::MoeFeed::deepep_low_latency), roofline);
 }
 
 TEST(FusedMoePricing, APrefillChunksRoutedExpertsCostWhatTheMoeTableSays) {

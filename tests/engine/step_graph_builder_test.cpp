@@ -290,13 +290,15 @@ std::optional<hal::FusedMoeShape> fused_op_of(const hal::Graph& g) {
   return std::nullopt;
 }
 
-TEST_F(StepGraphBuilderTest, TheFusedMoeOpIsNamedWhereEveryGpuRoutesItsOwnTokens) {
+TEST_F(StepGraphBuilderTest, TheMoeOpIsNamedWithHowItsTokensArrive) {
   const std::vector<std::int64_t> tokens{4, 4, 4, 4};
   route(tokens);
   const RankBatch batch = decodes(16, 3'000);
-  const auto expect_op = [&](const hal::Graph& g, std::int64_t n, std::int64_t tp, std::int64_t ep) {
+  const auto expect_op = [&](const hal::Graph& g, std::int64_t n, std::int64_t tp, std::int64_t ep,
+                             hal::MoeFeed feed = hal::MoeFeed::routed_here) {
     const auto op = fused_op_of(g);
     ASSERT_TRUE(op.has_value());
+    EXPECT_EQ(op->feed, feed);
     EXPECT_EQ(op->tokens, n);
     EXPECT_EQ(op->tp, tp);
     EXPECT_EQ(op->ep, ep);
@@ -304,8 +306,13 @@ TEST_F(StepGraphBuilderTest, TheFusedMoeOpIsNamedWhereEveryGpuRoutesItsOwnTokens
     EXPECT_EQ(op->experts, model.n_routed_experts);
     EXPECT_EQ(op->expert_inter, model.moe_intermediate_size);
   };
-  // EP with all-to-alls: the GPU gets its pairs dispatched, so no fused op of its own.
-  EXPECT_FALSE(fused_op_of(builder.build(batch, tokens)).has_value());
+  // EP with all-to-alls: DeepEP dispatches rank 1 two pairs of each of the group's 16 tokens, 32 pairs,
+  // its balanced share of an op of 32 x 4 / 8 = 16 tokens; low-latency mode for a batch of decodes only,
+  // normal mode once it holds a prefill chunk.
+  expect_op(builder.build(batch, tokens), 16, 1, 4, hal::MoeFeed::deepep_low_latency);
+  RankBatch mixed = decodes(15, 3'000);
+  mixed.prefills.push_back(PrefillSpan{0, 1, true});
+  expect_op(builder.build(mixed, tokens), 16, 1, 4, hal::MoeFeed::deepep_normal);
   // EP over the TP group without all-to-alls: all 16 tokens on every GPU, experts split 4 ways across.
   const StepGraphBuilder replicated{kernels, &traffic,
                                     StepGraphOptions{.ep_group = group, .tp_group = group, .rank = 1,
