@@ -65,10 +65,7 @@ void CostModel::cost_list(std::span<const hal::KernelDesc> kernels, rt::Duration
                           std::vector<KernelCost>& out) const {
   const std::size_t first = out.size();
   for (const hal::KernelDesc& k : kernels) out.push_back(cost(k, overhead));
-  if (!measured_.dsa_decode && !measured_.dsa_context) return;
-  const auto block = find_dsa_module(kernels);
-  if (!block) return;
-  const auto table = dsa_module_ns(*block);
+  const auto table = attention_module_ns(kernels);
   if (!table) return;
   // The table times the block from its first kernel's start to its last one's end, node overheads included.
   double work = 0;
@@ -159,10 +156,10 @@ double CostModel::fused_moe_roofline_ns(hal::DType dtype, std::int64_t hidden, c
 }
 
 std::optional<double> CostModel::dsa_module_ns(const DsaModule& block) const {
-  const auto& table = block.phase == DsaPhase::decode ? measured_.dsa_decode : measured_.dsa_context;
+  const auto& table = block.phase == ModulePhase::decode ? measured_.dsa_decode : measured_.dsa_context;
   if (!table) return std::nullopt;
   const auto roofline = [&](double batch, double length, double prefix) {
-    return block.phase == DsaPhase::decode
+    return block.phase == ModulePhase::decode
                ? dsa_roofline_ns(block.gemm_dtype, block.kv_dtype, block.heads, batch, 1, length - 1)
                : dsa_roofline_ns(block.gemm_dtype, block.kv_dtype, block.heads, batch, length, prefix);
   };
@@ -171,6 +168,46 @@ std::optional<double> CostModel::dsa_module_ns(const DsaModule& block) const {
   if (!ns || block.prefix <= 0) return ns;
   // A chunk after a cached prefix (the prefill table's rows have none): the measured utilisation carried over.
   return *ns * roofline(block.batch, block.length, block.prefix) / roofline(block.batch, block.length, 0);
+}
+
+std::optional<double> CostModel::attention_module_ns(std::span<const hal::KernelDesc> kernels) const {
+  if (measured_.dsa_decode || measured_.dsa_context) {
+    if (const auto block = find_dsa_module(kernels)) return dsa_module_ns(*block);
+  }
+  if (measured_.mla_context) {
+    if (const auto block = find_mla_module(kernels)) return mla_module_ns(*block);
+  }
+  return std::nullopt;
+}
+
+std::optional<double> CostModel::mla_module_ns(const MlaModule& block) const {
+  const auto roofline = [&](double batch, double length, double prefix) {
+    return mla_prefill_roofline_ns(block.gemm_dtype, block.heads, batch, length, prefix);
+  };
+  const auto ns = measured_.mla_context->time_ns(block.gemm_dtype, block.kv_dtype, block.heads, block.batch,
+                                                 block.length,
+                                                 [&](double batch, double length) { return roofline(batch, length, 0); });
+  if (!ns || block.prefix <= 0) return ns;
+  // A chunk after a cached prefix (the table's rows have none): the measured utilisation carried over.
+  return *ns * roofline(block.batch, block.length, block.prefix) / roofline(block.batch, block.length, 0);
+}
+
+double CostModel::mla_prefill_roofline_ns(hal::DType gemm_dtype, std::int64_t heads, double batch, double queries,
+                                          double prefix) const {
+  using namespace deepseek_v3;
+  const auto h = static_cast<double>(heads);
+  const double qk = kQkNope + kRope;
+  // Fused q_a/kv_a and q_b over the new tokens, o over them too; kv_b over every key of the sequence.
+  const double per_token = static_cast<double>(kHidden * (kQLora + kLatent + kRope)) + kQLora * h * qk + h * kVHead * kHidden;
+  const double kv_b = kLatent * h * (kQkNope + kVHead);
+  const double context = prefix + queries;
+  const double attended = queries * prefix + queries * (queries + 1) / 2;  // causal, per sequence
+  const auto peak = [&](hal::DType d) { return peak_flops_per_s_[static_cast<std::size_t>(d)]; };
+  const double compute_s = 2 * batch * (queries * per_token + context * kv_b) / peak(gemm_dtype) +
+                           2 * batch * attended * h * (qk + kVHead) / peak(hal::DType::bf16);
+  // Weights once; each sequence's expanded keys and values in BF16.
+  const double bytes = (per_token + kv_b) * hal::bits_of(gemm_dtype) / 8 + batch * context * h * (qk + kVHead) * 2;
+  return 1e9 * std::max(compute_s, bytes / hbm_bytes_per_s_);
 }
 
 double CostModel::dsa_roofline_ns(hal::DType gemm_dtype, hal::DType kv_dtype, std::int64_t heads, double batch,

@@ -10,8 +10,9 @@
 // that time so that SM shares and throttles still apply as they would to the roofline's; so does a fused
 // MoE op (FusedMoeShape) the MoE table of its feed holds (MeasuredMoeTable: routed on the GPU itself, or
 // behind DeepEP's low-latency or normal dispatch). In a list of
-// kernels, a DSA decode or prefill attention block the DSA module tables hold costs what the table says
-// for the whole block (find_dsa_module), its kernels scaled together to that time.
+// kernels, a DSA decode or prefill attention block, or a dense MLA prefill block, that the attention-module
+// tables hold costs what the table says for the whole block (find_dsa_module, find_mla_module), its
+// kernels scaled together to that time.
 #include <array>
 #include <memory>
 #include <optional>
@@ -23,6 +24,7 @@
 #include "engine/hal/kernel.h"
 #include "fakegpu/device_profile.h"
 #include "fakegpu/dsa_module.h"
+#include "fakegpu/mla_module.h"
 #include "fakegpu/kernel_cost.h"
 #include "fakegpu/measured_kernels.h"
 
@@ -73,6 +75,15 @@ class CostModel {
                          double prefix) const;
   // The block's measured time from its phase's table, else none.
   std::optional<double> dsa_module_ns(const DsaModule& block) const;
+  // DeepSeek-V3's dense MLA prefill block (the MLA module tables' geometry) for `batch` sequences of
+  // `queries` new tokens after `prefix` cached ones: projection weights read once, kv_b expanding every
+  // key's latent, causal MHA-form attention over 192-wide keys and 128-wide values.
+  double mla_prefill_roofline_ns(hal::DType gemm_dtype, std::int64_t heads, double batch, double queries,
+                                 double prefix) const;
+  // The block's measured time from the MLA prefill table, else none.
+  std::optional<double> mla_module_ns(const MlaModule& block) const;
+  // The measured time of the attention block `kernels` hold (find_dsa_module, find_mla_module), else none.
+  std::optional<double> attention_module_ns(std::span<const hal::KernelDesc> kernels) const;
 
   hal::DeviceId device_;
   std::array<double, hal::kDTypeCount> peak_flops_per_s_{};

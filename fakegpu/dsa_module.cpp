@@ -46,9 +46,9 @@ std::optional<DsaModule> find_dsa_module(std::span<const hal::KernelDesc> kernel
   const auto queries = static_cast<double>(a->q_tokens);
   const auto context = static_cast<double>(a->kv_tokens) / seqs;  // mean keys per sequence, new ones included
   if (attention->kind == hal::KernelKind::attn_decode) {
-    return DsaModule{DsaPhase::decode, fused_a->dtype, attention->dtype, a->heads, queries, context, 0};
+    return DsaModule{ModulePhase::decode, fused_a->dtype, attention->dtype, a->heads, queries, context, 0};
   }
-  return DsaModule{DsaPhase::context, fused_a->dtype, attention->dtype, a->heads, seqs, queries / seqs,
+  return DsaModule{ModulePhase::context, fused_a->dtype, attention->dtype, a->heads, seqs, queries / seqs,
                    context - queries / seqs};
 }
 

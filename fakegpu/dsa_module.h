@@ -8,12 +8,12 @@
 #include <span>
 
 #include "engine/hal/kernel.h"
-#include "fakegpu/measured_dsa_module_table.h"
+#include "fakegpu/measured_attention_module_table.h"
 
 namespace nvl::fakegpu {
 
 struct DsaModule {
-  DsaPhase phase{};
+  ModulePhase phase{};
   hal::DType gemm_dtype{};  // the projections'
   hal::DType kv_dtype{};
   std::int64_t heads = 0;  // local attention heads

@@ -8,14 +8,14 @@ MeasuredKernels MeasuredKernels::load(const MeasuredKernelFiles& files) {
   if (!files.mla_decode.empty()) {
     k.mla_decode = std::make_shared<const MeasuredMlaDecodeTable>(MeasuredMlaDecodeTable::load(files.mla_decode));
   }
-  if (!files.dsa_decode.empty()) {
-    k.dsa_decode = std::make_shared<const MeasuredDsaModuleTable>(
-        MeasuredDsaModuleTable::load(files.dsa_decode, DsaPhase::decode));
-  }
-  if (!files.dsa_context.empty()) {
-    k.dsa_context = std::make_shared<const MeasuredDsaModuleTable>(
-        MeasuredDsaModuleTable::load(files.dsa_context, DsaPhase::context));
-  }
+  const auto module = [](const std::filesystem::path& file, ModulePhase phase) {
+    return file.empty() ? nullptr
+                        : std::make_shared<const MeasuredAttentionModuleTable>(
+                              MeasuredAttentionModuleTable::load(file, phase));
+  };
+  k.dsa_decode = module(files.dsa_decode, ModulePhase::decode);
+  k.dsa_context = module(files.dsa_context, ModulePhase::context);
+  k.mla_context = module(files.mla_context, ModulePhase::context);
   const auto moe = [](const std::filesystem::path& file) {
     return file.empty() ? nullptr : std::make_shared<const MeasuredMoeTable>(MeasuredMoeTable::load(file));
   };

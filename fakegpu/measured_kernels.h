@@ -3,7 +3,7 @@
 #include <filesystem>
 #include <memory>
 
-#include "fakegpu/measured_dsa_module_table.h"
+#include "fakegpu/measured_attention_module_table.h"
 #include "fakegpu/measured_gemm_table.h"
 #include "fakegpu/measured_mla_decode_table.h"
 #include "fakegpu/measured_moe_table.h"
@@ -16,6 +16,7 @@ struct MeasuredKernelFiles {
   std::filesystem::path mla_decode;
   std::filesystem::path dsa_decode;
   std::filesystem::path dsa_context;
+  std::filesystem::path mla_context;
   std::filesystem::path moe;
   std::filesystem::path moe_deepep_low_latency;
   std::filesystem::path moe_deepep_normal;
@@ -24,8 +25,9 @@ struct MeasuredKernelFiles {
 struct MeasuredKernels {
   std::shared_ptr<const MeasuredGemmTable> gemm;              // null: GEMMs on the roofline
   std::shared_ptr<const MeasuredMlaDecodeTable> mla_decode;  // null: MLA decode attention on the roofline
-  std::shared_ptr<const MeasuredDsaModuleTable> dsa_decode;   // null: DSA decode attention kernel by kernel
-  std::shared_ptr<const MeasuredDsaModuleTable> dsa_context;  // null: DSA prefill attention kernel by kernel
+  std::shared_ptr<const MeasuredAttentionModuleTable> dsa_decode;   // null: DSA decode attention kernel by kernel
+  std::shared_ptr<const MeasuredAttentionModuleTable> dsa_context;  // null: DSA prefill attention kernel by kernel
+  std::shared_ptr<const MeasuredAttentionModuleTable> mla_context;  // null: MLA prefill attention kernel by kernel
   std::shared_ptr<const MeasuredMoeTable> moe;               // null: routed experts on the roofline
   // The experts behind DeepEP's dispatch, in its two modes (same columns; tokens are the EP group's).
   std::shared_ptr<const MeasuredMoeTable> moe_deepep_low_latency;  // null: those experts on the roofline

@@ -38,13 +38,13 @@ std::int64_t causal_keys(std::int64_t start, std::int64_t n, std::int64_t cap) {
 hal::AttentionShape LayerKernels::prefill_shape(const SpanSums& s, std::int64_t kv_heads, std::int64_t qk_dim,
                                                 std::int64_t v_dim, std::int64_t sparse_topk) const {
   return hal::AttentionShape{s.prefill_seqs, s.prefill_tokens, s.prefill_context, s.prefill_max_context,
-                             s.prefill_keys, heads_, kv_heads, qk_dim, v_dim, sparse_topk};
+                             s.prefill_keys, heads_, kv_heads, qk_dim, v_dim, sparse_topk, kv_dtype_};
 }
 
 hal::AttentionShape LayerKernels::decode_shape(const SpanSums& s, std::int64_t kv_heads, std::int64_t qk_dim,
                                                std::int64_t v_dim, std::int64_t sparse_topk) const {
   return hal::AttentionShape{s.decode_seqs, s.decode_tokens, s.decode_context, s.decode_max_context,
-                             s.decode_keys, heads_, kv_heads, qk_dim, v_dim, sparse_topk};
+                             s.decode_keys, heads_, kv_heads, qk_dim, v_dim, sparse_topk, kv_dtype_};
 }
 
 LayerKernels::LayerKernels(const ModelProfile& model, std::int64_t tp, const WeightDtypes& weights, DType kv_dtype)

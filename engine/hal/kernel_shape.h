@@ -6,6 +6,8 @@
 #include <optional>
 #include <variant>
 
+#include "engine/hal/types.h"
+
 namespace nvl::hal {
 
 // A dense GEMM: [m x k] activations times [k x n] weights.
@@ -70,6 +72,8 @@ struct AttentionShape {
   std::int64_t qk_head_dim = 0;
   std::int64_t v_head_dim = 0;
   std::int64_t sparse_topk = 0;  // DSA: the keys a query attends at most, chosen by the indexer; 0: dense
+  // The KV cache's dtype, which the kernel reads (dense MLA prefill: the latent it expands first).
+  DType kv_cache = DType::bf16;
 };
 
 // A DSA lightning indexer: each of `q_tokens` queries scores its sequence's cached keys (`scored` pairs

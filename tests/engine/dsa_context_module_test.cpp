@@ -39,7 +39,7 @@ TEST(DsaContextModule, TheEnginesPrefillAttentionIsFoundWithItsShape) {
   Glm5PrefillOnB200 rig;
   const auto block = fakegpu::find_dsa_module(rig.attention(prompts(2, 4096)));
   ASSERT_TRUE(block.has_value());
-  EXPECT_EQ(block->phase, fakegpu::DsaPhase::context);
+  EXPECT_EQ(block->phase, fakegpu::ModulePhase::context);
   EXPECT_EQ(block->gemm_dtype, hal::DType::fp8);
   EXPECT_EQ(block->kv_dtype, hal::DType::fp8);
   EXPECT_EQ(block->heads, 8);

@@ -1,0 +1,45 @@
+#include "fakegpu/mla_module.h"
+
+#include <variant>
+
+namespace nvl::fakegpu {
+
+std::optional<MlaModule> find_mla_module(std::span<const hal::KernelDesc> kernels) {
+  using namespace deepseek_v3;
+  const hal::KernelDesc* fused_a = nullptr;
+  const hal::KernelDesc* attention = nullptr;
+  for (const hal::KernelDesc& k : kernels) {
+    switch (k.kind) {
+      case hal::KernelKind::gemm:
+        if (const auto* g = std::get_if<hal::GemmShape>(&k.shape);
+            g != nullptr && g->k == kHidden && g->n == kQLora + kLatent + kRope) {
+          fused_a = &k;
+        }
+        break;
+      case hal::KernelKind::attn_prefill:
+        if (attention != nullptr) return std::nullopt;
+        attention = &k;
+        break;
+      case hal::KernelKind::attn_decode:
+      case hal::KernelKind::attn_prefill_sparse:
+      case hal::KernelKind::indexer:
+      case hal::KernelKind::moe_gemm:
+      case hal::KernelKind::sampler:
+        return std::nullopt;
+      case hal::KernelKind::elementwise:
+        break;
+    }
+  }
+  if (fused_a == nullptr || attention == nullptr) return std::nullopt;
+  const auto* a = std::get_if<hal::AttentionShape>(&attention->shape);
+  if (a == nullptr || a->sparse_topk != 0 || a->kv_heads != a->heads || a->seqs <= 0 || a->q_tokens <= 0 ||
+      a->qk_head_dim != kQkNope + kRope || a->v_head_dim != kVHead) {
+    return std::nullopt;
+  }
+  const auto seqs = static_cast<double>(a->seqs);
+  const double length = static_cast<double>(a->q_tokens) / seqs;
+  return MlaModule{fused_a->dtype, a->kv_cache, a->heads, seqs, length,
+                   static_cast<double>(a->kv_tokens) / seqs - length};
+}
+
+}  // namespace nvl::fakegpu

@@ -1,0 +1,40 @@
+#pragma once
+// A dense MLA attention block in a prefill kernel list, found so that a measured module table can time it
+// whole: the tables measure DeepSeek-V3's prefill attention as one module (aiconfigurator's
+// mla_context_module and SGLang's wide-EP context MLA), eager launches and the small projections
+// included, which no sum of the kernels' own tables shows.
+#include <cstdint>
+#include <optional>
+#include <span>
+
+#include "engine/hal/kernel.h"
+
+namespace nvl::fakegpu {
+
+struct MlaModule {
+  hal::DType gemm_dtype{};  // the projections'
+  hal::DType kv_dtype{};    // the KV cache's
+  std::int64_t heads = 0;   // local attention heads
+  double batch = 0;         // sequences
+  double length = 0;        // new tokens per sequence (mean)
+  double prefix = 0;        // tokens each sequence had cached before this chunk (mean)
+};
+
+// The block `kernels` hold, if they are one layer's attention of a prefill-only step in DeepSeek-V3's
+// geometry (the tables'): the fused q_a/kv_a GEMM of hidden 7168 into 1536 + 576, q_b, kv_b, one dense
+// MHA-form prefill attention of 192-wide keys and 128-wide values, o_proj; no decode attention, indexer,
+// MoE or sampler. Every kernel of the list but the elementwise ones (the input norm, which the modules do
+// not include) belongs to the block.
+std::optional<MlaModule> find_mla_module(std::span<const hal::KernelDesc> kernels);
+
+// DeepSeek-V3's geometry, which the module tables were measured in.
+namespace deepseek_v3 {
+inline constexpr std::int64_t kHidden = 7168;
+inline constexpr std::int64_t kQLora = 1536;
+inline constexpr std::int64_t kLatent = 512;
+inline constexpr std::int64_t kRope = 64;
+inline constexpr std::int64_t kQkNope = 128;
+inline constexpr std::int64_t kVHead = 128;
+}  // namespace deepseek_v3
+
+}  // namespace nvl::fakegpu
