@@ -10,9 +10,10 @@ namespace nvl::fakegpu {
 
 namespace {
 
-// DeepSeek-V3's MLA: the latent (kv_lora_rank) and the rope part of the key, the measured table's geometry.
-constexpr std::int64_t kMlaLatent = 512;
-constexpr std::int64_t kMlaRope = 64;
+// DeepSeek-V3's absorbed MLA decode, the measured table's geometry: the latent (kv_lora_rank) and the rope
+// part of the key.
+constexpr std::int64_t kMlaLatent = deepseek_v3::kLatent;
+constexpr std::int64_t kMlaRope = deepseek_v3::kRope;
 constexpr double kMlaKeyWidth = kMlaLatent + kMlaRope;                // read per cached token
 constexpr double kMlaHeadWidth = kMlaLatent + kMlaRope + kMlaLatent;  // per head: q.k, then p.v
 

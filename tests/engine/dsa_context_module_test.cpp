@@ -3,37 +3,23 @@
 #include <gtest/gtest.h>
 
 #include "fakegpu/dsa_module.h"
+#include "tests/engine/attention_block.h"
 #include "tests/engine/glm5_dsa_rig.h"
 
 namespace nvl::engine {
 namespace dsa_context_module_test {
 
-using fakegpu::KernelCost;
-
 // The rig, with the prefill table's rows and the block's time (no module includes the input norm).
 struct Glm5PrefillOnB200 : test::Glm5DsaOnB200 {
   double block_ns(const std::vector<hal::KernelDesc>& ks, bool module_table) const {
-    const std::vector<KernelCost> c = costs(ks, module_table);
-    double ns = 0;
-    for (std::size_t i = 0; i < ks.size(); ++i) {
-      if (ks[i].kind == hal::KernelKind::elementwise) continue;
-      if (module_table) {
-        EXPECT_TRUE(c[i].measured) << ks[i].name;
-      }
-      ns += fakegpu::price_ns(c[i], {});
-    }
-    return ns;
+    return test::block_ns(ks, costs(ks, module_table), module_table);
   }
   static double table_us(std::int64_t batch, std::int64_t isl) {
     return Glm5DsaOnB200::table_us("context", batch, isl);
   }
 };
 
-RankBatch prompts(int seqs, std::int64_t new_tokens, std::int64_t prior = 0) {
-  RankBatch b;
-  for (int i = 0; i < seqs; ++i) b.prefills.push_back(PrefillSpan{prior, new_tokens, true});
-  return b;
-}
+using test::prompts;
 
 TEST(DsaContextModule, TheEnginesPrefillAttentionIsFoundWithItsShape) {
   Glm5PrefillOnB200 rig;

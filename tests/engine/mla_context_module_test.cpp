@@ -12,6 +12,7 @@
 #include "fakegpu/cost_model.h"
 #include "fakegpu/mla_module.h"
 #include "fakegpu/profile_library.h"
+#include "tests/engine/attention_block.h"
 
 namespace nvl::engine {
 namespace mla_context_module_test {
@@ -36,15 +37,7 @@ struct DeepSeekPrefillOnGb200 {
     pricing.use_measured_kernels(used);
     std::vector<fakegpu::KernelCost> c;
     pricing.cost_list(ks, profile.graph_node, c);
-    double ns = 0;
-    for (std::size_t i = 0; i < ks.size(); ++i) {
-      if (ks[i].kind == hal::KernelKind::elementwise) continue;
-      if (module_table) {
-        EXPECT_TRUE(c[i].measured) << ks[i].name;
-      }
-      ns += fakegpu::price_ns(c[i], {});
-    }
-    return ns;
+    return test::block_ns(ks, c, module_table);
   }
   // The table's own row (microseconds) for FP8 GEMMs and KV, 128 heads.
   static double table_us(std::int64_t batch, std::int64_t isl) {
@@ -59,11 +52,7 @@ struct DeepSeekPrefillOnGb200 {
   }
 };
 
-RankBatch prompts(int seqs, std::int64_t new_tokens, std::int64_t prior = 0) {
-  RankBatch b;
-  for (int i = 0; i < seqs; ++i) b.prefills.push_back(PrefillSpan{prior, new_tokens, true});
-  return b;
-}
+using test::prompts;
 
 TEST(MlaContextModule, TheEnginesPrefillAttentionIsFoundWithItsShape) {
   DeepSeekPrefillOnGb200 rig;
