@@ -185,9 +185,9 @@ std::optional<double> CostModel::mla_module_ns(const MlaModule& block) const {
   const auto roofline = [&](double batch, double length, double prefix) {
     return mla_prefill_roofline_ns(block.gemm_dtype, block.heads, batch, length, prefix);
   };
-  const auto ns = measured_.mla_context->time_ns(block.gemm_dtype, block.kv_dtype, block.heads, block.batch,
-                                                 block.length,
-                                                 [&](double batch, double length) { return roofline(batch, length, 0); });
+  const auto fresh = [&](double batch, double length) { return roofline(batch, length, 0); };
+  const auto ns =
+      measured_.mla_context->time_ns(block.gemm_dtype, block.kv_dtype, block.heads, block.batch, block.length, fresh);
   if (!ns || block.prefix <= 0) return ns;
   // A chunk after a cached prefix (the table's rows have none): the measured utilisation carried over.
   return *ns * roofline(block.batch, block.length, block.prefix) / roofline(block.batch, block.length, 0);
@@ -199,7 +199,8 @@ double CostModel::mla_prefill_roofline_ns(hal::DType gemm_dtype, std::int64_t he
   const auto h = static_cast<double>(heads);
   const double qk = kQkNope + kRope;
   // Fused q_a/kv_a and q_b over the new tokens, o over them too; kv_b over every key of the sequence.
-  const double per_token = static_cast<double>(kHidden * (kQLora + kLatent + kRope)) + kQLora * h * qk + h * kVHead * kHidden;
+  const double per_token =
+      static_cast<double>(kHidden * (kQLora + kLatent + kRope)) + kQLora * h * qk + h * kVHead * kHidden;
   const double kv_b = kLatent * h * (kQkNope + kVHead);
   const double context = prefix + queries;
   const double attended = queries * prefix + queries * (queries + 1) / 2;  // causal, per sequence

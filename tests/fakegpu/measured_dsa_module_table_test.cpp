@@ -1,6 +1,7 @@
-// Measured attention-module tables (GLM-5 DSA decode and prefill, DeepSeek-V3 MLA prefill): held-out points predicted within the #18 targets (median
-// |error| <= 5%, p90 <= 15% per table), and bad table files named by line. How a kernel list is priced from
-// them is tested with the engine's own kernels (tests/engine/dsa_{decode,context}_module_test.cpp).
+// Measured attention-module tables (GLM-5 DSA decode and prefill, DeepSeek-V3 MLA prefill): held-out points
+// predicted within the #18 targets (median |error| <= 5%, p90 <= 15% per table, the misses named), and bad
+// table files named by line. How a kernel list is priced from them is tested with the engine's own kernels
+// (tests/engine/dsa_{decode,context}_module_test.cpp, mla_context_module_test.cpp).
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -116,7 +117,8 @@ TEST(MeasuredAttentionModuleTable, HeldOutPointsArePredictedWithinTheTargets) {
             }
           }
         }
-        const MeasuredAttentionModuleTable t = MeasuredAttentionModuleTable::load(write_table(kept, gpu + library, phase), phase);
+        const MeasuredAttentionModuleTable t =
+            MeasuredAttentionModuleTable::load(write_table(kept, gpu + library, phase), phase);
         std::vector<double> e;
         for (const Point* p : held) {
           const auto got = t.time_ns(hal::dtype_from_string(p->gemm), hal::dtype_from_string(p->kv), p->heads,
