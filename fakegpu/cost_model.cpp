@@ -156,40 +156,36 @@ double CostModel::fused_moe_roofline_ns(hal::DType dtype, std::int64_t hidden, c
   return 1e9 * std::max(flops / peak_flops_per_s_[static_cast<std::size_t>(dtype)], bytes / hbm_bytes_per_s_);
 }
 
-std::optional<double> CostModel::dsa_module_ns(const DsaModule& block) const {
-  const auto& table = block.phase == ModulePhase::decode ? measured_.dsa_decode : measured_.dsa_context;
-  if (!table) return std::nullopt;
-  const auto roofline = [&](double batch, double length, double prefix) {
-    return block.phase == ModulePhase::decode
-               ? dsa_roofline_ns(block.gemm_dtype, block.kv_dtype, block.heads, batch, 1, length - 1)
-               : dsa_roofline_ns(block.gemm_dtype, block.kv_dtype, block.heads, batch, length, prefix);
-  };
-  const auto ns = table->time_ns(block.gemm_dtype, block.kv_dtype, block.heads, block.batch, block.length,
-                                 [&](double batch, double length) { return roofline(batch, length, 0); });
-  if (!ns || block.prefix <= 0) return ns;
-  // A chunk after a cached prefix (the prefill table's rows have none): the measured utilisation carried over.
-  return *ns * roofline(block.batch, block.length, block.prefix) / roofline(block.batch, block.length, 0);
-}
-
 std::optional<double> CostModel::attention_module_ns(std::span<const hal::KernelDesc> kernels) const {
   if (measured_.dsa_decode || measured_.dsa_context) {
-    if (const auto block = find_dsa_module(kernels)) return dsa_module_ns(*block);
+    if (const auto block = find_dsa_module(kernels)) {
+      const bool decode = block->phase == ModulePhase::decode;
+      return module_ns(decode ? measured_.dsa_decode.get() : measured_.dsa_context.get(), *block,
+                       [&](double batch, double length, double prefix) {
+                         return decode ? dsa_roofline_ns(block->gemm_dtype, block->kv_dtype, block->heads, batch, 1,
+                                                         length - 1)
+                                       : dsa_roofline_ns(block->gemm_dtype, block->kv_dtype, block->heads, batch,
+                                                         length, prefix);
+                       });
+    }
   }
   if (measured_.mla_context) {
-    if (const auto block = find_mla_module(kernels)) return mla_module_ns(*block);
+    if (const auto block = find_mla_module(kernels)) {
+      return module_ns(measured_.mla_context.get(), *block, [&](double batch, double length, double prefix) {
+        return mla_prefill_roofline_ns(block->gemm_dtype, block->heads, batch, length, prefix);
+      });
+    }
   }
   return std::nullopt;
 }
 
-std::optional<double> CostModel::mla_module_ns(const MlaModule& block) const {
-  const auto roofline = [&](double batch, double length, double prefix) {
-    return mla_prefill_roofline_ns(block.gemm_dtype, block.heads, batch, length, prefix);
-  };
-  const auto fresh = [&](double batch, double length) { return roofline(batch, length, 0); };
-  const auto ns =
-      measured_.mla_context->time_ns(block.gemm_dtype, block.kv_dtype, block.heads, block.batch, block.length, fresh);
+std::optional<double> CostModel::module_ns(const MeasuredAttentionModuleTable* table, const AttentionModule& block,
+                                           const ModuleRoofline& roofline) const {
+  if (table == nullptr) return std::nullopt;
+  const auto ns = table->time_ns(block.gemm_dtype, block.kv_dtype, block.heads, block.batch, block.length,
+                                 [&](double batch, double length) { return roofline(batch, length, 0); });
   if (!ns || block.prefix <= 0) return ns;
-  // A chunk after a cached prefix (the table's rows have none): the measured utilisation carried over.
+  // A chunk after a cached prefix (the prefill tables' rows have none): the measured utilisation carried over.
   return *ns * roofline(block.batch, block.length, block.prefix) / roofline(block.batch, block.length, 0);
 }
 

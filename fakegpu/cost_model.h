@@ -14,6 +14,7 @@
 // tables hold costs what the table says for the whole block (find_dsa_module, find_mla_module), its
 // kernels scaled together to that time.
 #include <array>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -73,17 +74,18 @@ class CostModel {
   // the indexer scoring every earlier key of each query, the attention over at most the top-k.
   double dsa_roofline_ns(hal::DType gemm_dtype, hal::DType kv_dtype, std::int64_t heads, double batch, double queries,
                          double prefix) const;
-  // The block's measured time from its phase's table, else none.
-  std::optional<double> dsa_module_ns(const DsaModule& block) const;
   // DeepSeek-V3's dense MLA prefill block (the MLA module tables' geometry) for `batch` sequences of
   // `queries` new tokens after `prefix` cached ones: projection weights read once, kv_b expanding every
   // key's latent, causal MHA-form attention over 192-wide keys and 128-wide values.
   double mla_prefill_roofline_ns(hal::DType gemm_dtype, std::int64_t heads, double batch, double queries,
                                  double prefix) const;
-  // The block's measured time from the MLA prefill table, else none.
-  std::optional<double> mla_module_ns(const MlaModule& block) const;
   // The measured time of the attention block `kernels` hold (find_dsa_module, find_mla_module), else none.
   std::optional<double> attention_module_ns(std::span<const hal::KernelDesc> kernels) const;
+  // The roofline time of a block of `batch` sequences of `length` (see AttentionModule) after `prefix`.
+  using ModuleRoofline = std::function<double(double batch, double length, double prefix)>;
+  // `block`'s time from `table` (null: none), else none.
+  std::optional<double> module_ns(const MeasuredAttentionModuleTable* table, const AttentionModule& block,
+                                  const ModuleRoofline& roofline) const;
 
   hal::DeviceId device_;
   std::array<double, hal::kDTypeCount> peak_flops_per_s_{};

@@ -4,7 +4,7 @@
 
 namespace nvl::fakegpu {
 
-std::optional<DsaModule> find_dsa_module(std::span<const hal::KernelDesc> kernels) {
+std::optional<AttentionModule> find_dsa_module(std::span<const hal::KernelDesc> kernels) {
   const hal::KernelDesc* fused_a = nullptr;
   const hal::KernelDesc* attention = nullptr;
   int indexers = 0;
@@ -46,9 +46,9 @@ std::optional<DsaModule> find_dsa_module(std::span<const hal::KernelDesc> kernel
   const auto queries = static_cast<double>(a->q_tokens);
   const auto context = static_cast<double>(a->kv_tokens) / seqs;  // mean keys per sequence, new ones included
   if (attention->kind == hal::KernelKind::attn_decode) {
-    return DsaModule{ModulePhase::decode, fused_a->dtype, attention->dtype, a->heads, queries, context, 0};
+    return AttentionModule{ModulePhase::decode, fused_a->dtype, attention->dtype, a->heads, queries, context, 0};
   }
-  return DsaModule{ModulePhase::context, fused_a->dtype, attention->dtype, a->heads, seqs, queries / seqs,
+  return AttentionModule{ModulePhase::context, fused_a->dtype, attention->dtype, a->heads, seqs, queries / seqs,
                    context - queries / seqs};
 }
 

@@ -12,24 +12,12 @@
 
 namespace nvl::fakegpu {
 
-struct DsaModule {
-  ModulePhase phase{};
-  hal::DType gemm_dtype{};  // the projections'
-  hal::DType kv_dtype{};
-  std::int64_t heads = 0;  // local attention heads
-  // Decode: queries (a sequence's MTP drafts count as more sequences of its length). Prefill: sequences.
-  double batch = 0;
-  // Decode: cached tokens per sequence, the new one included. Prefill: new tokens per sequence. Means.
-  double length = 0;
-  double prefix = 0;  // prefill: tokens each sequence had cached before this chunk (mean); decode: 0
-};
-
 // The block `kernels` hold, if they are one layer's attention in GLM-5's geometry (the tables'), of one
 // phase: one indexer and either one sparse decode attention or one sparse prefill attention (a step that
 // mixes both is neither), no MoE or sampler, and the fused q_a/kv_a GEMM of hidden 6144 into 2048 + 576.
 // Every kernel of the list but the elementwise ones (the input norm, which the modules do not include)
 // belongs to the block.
-std::optional<DsaModule> find_dsa_module(std::span<const hal::KernelDesc> kernels);
+std::optional<AttentionModule> find_dsa_module(std::span<const hal::KernelDesc> kernels);
 
 // GLM-5's geometry, which the module tables were measured in.
 namespace glm5 {

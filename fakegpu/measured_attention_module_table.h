@@ -20,6 +20,19 @@ namespace nvl::fakegpu {
 
 enum class ModulePhase { decode, context };
 
+// An attention block a kernel list holds (find_dsa_module, find_mla_module), as the module tables key it.
+struct AttentionModule {
+  ModulePhase phase{};
+  hal::DType gemm_dtype{};  // the projections'
+  hal::DType kv_dtype{};    // the KV cache's
+  std::int64_t heads = 0;   // local attention heads
+  // Decode: queries (a sequence's MTP drafts count as more sequences of its length). Prefill: sequences.
+  double batch = 0;
+  // Decode: cached tokens per sequence, the new one included. Prefill: new tokens per sequence. Means.
+  double length = 0;
+  double prefix = 0;  // prefill: tokens each sequence had cached before this chunk (mean); decode: 0
+};
+
 class MeasuredAttentionModuleTable {
  public:
   using Roofline = MeasuredGridTable::Roofline;

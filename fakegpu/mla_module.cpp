@@ -4,7 +4,7 @@
 
 namespace nvl::fakegpu {
 
-std::optional<MlaModule> find_mla_module(std::span<const hal::KernelDesc> kernels) {
+std::optional<AttentionModule> find_mla_module(std::span<const hal::KernelDesc> kernels) {
   using namespace deepseek_v3;
   const hal::KernelDesc* fused_a = nullptr;
   const hal::KernelDesc* attention = nullptr;
@@ -38,8 +38,8 @@ std::optional<MlaModule> find_mla_module(std::span<const hal::KernelDesc> kernel
   }
   const auto seqs = static_cast<double>(a->seqs);
   const double length = static_cast<double>(a->q_tokens) / seqs;
-  return MlaModule{fused_a->dtype, a->kv_cache, a->heads, seqs, length,
-                   static_cast<double>(a->kv_tokens) / seqs - length};
+  return AttentionModule{ModulePhase::context, fused_a->dtype, a->kv_cache, a->heads, seqs, length,
+                         static_cast<double>(a->kv_tokens) / seqs - length};
 }
 
 }  // namespace nvl::fakegpu

@@ -8,24 +8,16 @@
 #include <span>
 
 #include "engine/hal/kernel.h"
+#include "fakegpu/measured_attention_module_table.h"
 
 namespace nvl::fakegpu {
-
-struct MlaModule {
-  hal::DType gemm_dtype{};  // the projections'
-  hal::DType kv_dtype{};    // the KV cache's
-  std::int64_t heads = 0;   // local attention heads
-  double batch = 0;         // sequences
-  double length = 0;        // new tokens per sequence (mean)
-  double prefix = 0;        // tokens each sequence had cached before this chunk (mean)
-};
 
 // The block `kernels` hold, if they are one layer's attention of a prefill-only step in DeepSeek-V3's
 // geometry (the tables'): the fused q_a/kv_a GEMM of hidden 7168 into 1536 + 576, q_b, kv_b, one dense
 // MHA-form prefill attention of 192-wide keys and 128-wide values, o_proj; no decode attention, indexer,
 // MoE or sampler. Every kernel of the list but the elementwise ones (the input norm, which the modules do
 // not include) belongs to the block.
-std::optional<MlaModule> find_mla_module(std::span<const hal::KernelDesc> kernels);
+std::optional<AttentionModule> find_mla_module(std::span<const hal::KernelDesc> kernels);
 
 // DeepSeek-V3's geometry, which the module tables were measured in.
 namespace deepseek_v3 {

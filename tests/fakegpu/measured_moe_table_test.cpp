@@ -28,11 +28,14 @@ struct Point {
   std::int64_t hidden, inter, topk, experts, tp, ep, tokens;
   double us;
   std::string line;
-  std::string curve() const {
+  // The op's key but its EP size and tokens: the shape whose EP sizes a table measures.
+  std::string shape() const {
     std::ostringstream key;
-    key << dtype << ',' << hidden << ',' << inter << ',' << topk << ',' << experts << ',' << tp << ',' << ep;
+    key << dtype << ',' << hidden << ',' << inter << ',' << topk << ',' << experts << ',' << tp;
     return key.str();
   }
+  // The curve along tokens the point lies on.
+  std::string curve() const { return shape() + ',' + std::to_string(ep); }
   hal::FusedMoeShape op() const { return {tokens, topk, experts, inter, tp, ep}; }
 };
 
@@ -119,15 +122,11 @@ TEST(MeasuredMoeTable, HeldOutEpSizesAreReadFromTheirNeighbours) {
   for (const std::string gpu : {"gb300", "gb200", "b200", "h200", "h100"}) {
     for (const std::string library : {"sglang", "trtllm", "deepep_ll_sglang", "deepep_normal_sglang"}) {
       const std::vector<Point> all = read_points(table_file(gpu, library));
-      // The EP sizes of each shape (the curve's key without EP), ascending.
+      // The EP sizes of each shape, ascending.
       std::map<std::string, std::set<std::int64_t>> sizes;
-      const auto shape = [](const Point& p) {
-        return p.dtype + ',' + std::to_string(p.hidden) + ',' + std::to_string(p.inter) + ',' + std::to_string(p.topk) +
-               ',' + std::to_string(p.experts) + ',' + std::to_string(p.tp);
-      };
-      for (const Point& p : all) sizes[shape(p)].insert(p.ep);
+      for (const Point& p : all) sizes[p.shape()].insert(p.ep);
       const auto held_out = [&](const Point& p) {
-        const auto& eps = sizes[shape(p)];
+        const auto& eps = sizes[p.shape()];
         const auto at = static_cast<std::size_t>(std::distance(eps.begin(), eps.find(p.ep)));
         return at % 2 == 1 && at + 1 < eps.size();
       };

@@ -1,5 +1,5 @@
 """What the importers of aiconfigurator's silicon tables share: the source and licence header every copied
-table keeps, writing the sorted rows under it, and reading the DSA module rows."""
+table keeps, writing the sorted rows under it, and reading the attention-module rows."""
 import csv
 
 COMMIT = "095f58a51c4ca8e61b66ec108d86f223f8d559ce"
@@ -8,20 +8,27 @@ GEMM_DTYPES = {"bfloat16": "bf16", "fp8_block": "fp8", "nvfp4": "fp4"}
 KV_DTYPES = {"bfloat16": "bf16", "fp8": "fp8", "fp8_e4m3": "fp8"}
 
 
-def read_dsa_module_rows(measured, system, library, op_name, keep, length):
-    """The `op_name` rows of calibration/measured/SYSTEM_sparse_attention_LIBRARY.csv that `keep(row)` accepts,
-    in the engine's dtypes, as {(gemm, kv, heads, batch, length(row)): latency_us}; the first row of each key
-    kept, as aiconfigurator does."""
+def read_module_rows(path, keep, length):
+    """The rows of an attention-module file of calibration/measured that `keep(row)` accepts, in the engine's
+    dtypes, as {(gemm, kv, heads, batch, length(row)): latency_us}; the first row of each key kept, as
+    aiconfigurator does."""
     rows = {}
-    with open(f"{measured}/{system}_sparse_attention_{library}.csv", newline="") as f:
+    with open(path, newline="") as f:
         for r in csv.DictReader(f):
-            if r["op_name"] != op_name or not keep(r):
+            if not keep(r):
                 continue
             gemm, kv = GEMM_DTYPES.get(r["gemm_type"]), KV_DTYPES.get(r["kv_cache_dtype"])
             if gemm is None or kv is None:
                 continue
             rows.setdefault((gemm, kv, int(r["num_heads"]), int(r["batch_size"]), length(r)), r["latency_us"])
     return rows
+
+
+def read_dsa_module_rows(measured, system, library, op_name, keep, length):
+    """The `op_name` rows of calibration/measured/SYSTEM_sparse_attention_LIBRARY.csv that `keep(row)` accepts,
+    as read_module_rows gives them."""
+    return read_module_rows(f"{measured}/{system}_sparse_attention_{library}.csv",
+                            lambda r: r["op_name"] == op_name and keep(r), length)
 
 
 def write_table(out, title, source_path, curated, modified, columns, rows):

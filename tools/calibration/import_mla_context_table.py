@@ -14,10 +14,9 @@ heads, batch (sequences) and isl (each sequence's new tokens). The first row of 
 aiconfigurator does; sorted by gemm dtype, kv dtype, heads, batch, isl; every latency copied unchanged.
 Run at development time only: the emulator never reads ../shared.
 """
-import csv
 import sys
 
-from aic_table import GEMM_DTYPES, KV_DTYPES, write_table
+from aic_table import read_module_rows, write_table
 
 MODULE = {"trtllm": ("op_name", "mla_context_module"), "sglang": ("table", "wideep_context_mla")}
 
@@ -27,21 +26,16 @@ def main():
         sys.exit(__doc__)
     measured, system, library, out = sys.argv[1:]
     column, name = MODULE[library]
-    rows = {}
-    with open(f"{measured}/{system}_mla_{library}.csv", newline="") as f:
-        for r in csv.DictReader(f):
-            if r[column] != name or r["step"] != "0" or r.get("kernel_source") == "flashinfer":
-                continue
-            gemm, kv = GEMM_DTYPES.get(r["gemm_type"]), KV_DTYPES.get(r["kv_cache_dtype"])
-            if gemm is None or kv is None:
-                continue
-            rows.setdefault((gemm, kv, int(r["num_heads"]), int(r["batch_size"]), int(r["isl"])), r["latency_us"])
+    rows = read_module_rows(
+        f"{measured}/{system}_mla_{library}.csv",
+        lambda r: r[column] == name and r["step"] == "0" and r.get("kernel_source") != "flashinfer",
+        lambda r: int(r["isl"]))
     write_table(
         out,
         f"Measured MLA prefill attention-module latencies: {system}, {library} kernels, DeepSeek-V3's geometry (one\n"
         "# row per projection GEMM dtype, KV dtype, local heads, batch (sequences) and isl (each sequence's new\n"
         "# tokens, no cached prefix); latency in microseconds).",
-        f"{system}/mla/{library}/*/{'mla_context_module' if library == 'trtllm' else 'wideep_context_mla'}_perf.parquet",
+        f"{system}/mla/{library}/*/{name}_perf.parquet",
         f"calibration/measured/{system}_mla_{library}.csv (latency ms -> us)",
         f"only the {name} rows of step 0; dtypes renamed; the first row of each key kept;\n"
         "#   sorted; tools/calibration/import_mla_context_table.py wrote this file.",

@@ -20,7 +20,7 @@
 #include "measured_table_rows.h"
 
 namespace nvl::fakegpu {
-namespace measured_dsa_module_table_test {
+namespace measured_attention_module_table_test {
 
 struct Point {
   std::string gemm, kv;
@@ -196,5 +196,5 @@ TEST(MeasuredAttentionModuleTable, BadFilesAreNamedByLine) {
   EXPECT_EQ(testing::load_error<ContextTable>("gemm_dtype,kv_dtype,heads,batch,isl,latency_us\nfp8,fp8,8,1,4,3\n"), "");
 }
 
-}  // namespace measured_dsa_module_table_test
+}  // namespace measured_attention_module_table_test
 }  // namespace nvl::fakegpu
