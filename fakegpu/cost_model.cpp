@@ -169,14 +169,56 @@ std::optional<double> CostModel::attention_module_ns(std::span<const hal::Kernel
                        });
     }
   }
-  if (measured_.mla_context) {
+  if (measured_.mla_context || measured_.mla_decode_module) {
     if (const auto block = find_mla_module(kernels)) {
+      if (block->phase == ModulePhase::decode) return mla_decode_module_ns(kernels, *block);
       return module_ns(measured_.mla_context.get(), *block, [&](double batch, double length, double prefix) {
         return mla_prefill_roofline_ns(block->gemm_dtype, block->heads, batch, length, prefix);
       });
     }
   }
   return std::nullopt;
+}
+
+std::optional<double> CostModel::mla_decode_module_ns(std::span<const hal::KernelDesc> kernels,
+                                                      const AttentionModule& block) const {
+  const MeasuredAttentionModuleTable* table = measured_.mla_decode_module.get();
+  if (table == nullptr) return std::nullopt;
+  const auto longest = table->longest_length(block.gemm_dtype, block.kv_dtype, block.heads, block.batch);
+  if (!longest) return std::nullopt;
+  const auto roofline = [&](double batch, double length, double) {
+    return mla_decode_block_roofline_ns(block.gemm_dtype, block.kv_dtype, block.heads, batch, length);
+  };
+  if (block.length <= *longest) return module_ns(table, block, roofline);
+  // Longer than the table measured at this batch (SGLang's rows stop where batch x kv_len reaches ~256K
+  // keys): of the block only the attention grows with the keys, so the block costs the module at the
+  // longest measured length plus what the attention kernel's own pricing adds for the keys beyond it. (The
+  // module's measured utilisation held instead would scale a launch-bound floor with the keys.)
+  AttentionModule measured = block;
+  measured.length = *longest;
+  const auto at_longest = module_ns(table, measured, roofline);
+  if (!at_longest) return std::nullopt;
+  const auto attention = std::find_if(kernels.begin(), kernels.end(),
+                                      [](const hal::KernelDesc& k) { return k.kind == hal::KernelKind::attn_decode; });
+  return *at_longest + attention_at_length_ns(*attention, block.length) -
+         attention_at_length_ns(*attention, *longest);
+}
+
+double CostModel::attention_at_length_ns(const hal::KernelDesc& k, double length) const {
+  const auto& a = std::get<hal::AttentionShape>(k.shape);
+  const double scale = length * static_cast<double>(a.seqs) / static_cast<double>(a.kv_tokens);
+  const auto scaled = [&](auto n) { return static_cast<decltype(n)>(std::llround(static_cast<double>(n) * scale)); };
+  hal::KernelDesc at = k;
+  auto& s = std::get<hal::AttentionShape>(at.shape);
+  s.kv_tokens = scaled(a.kv_tokens);
+  s.max_kv = scaled(a.max_kv);
+  s.attended_keys = scaled(a.attended_keys);
+  // The work and the keys' bytes grow with the keys; the BF16 queries' own bytes stay.
+  const auto queries = static_cast<std::uint64_t>(a.q_tokens * a.heads * a.qk_head_dim * 2);
+  at.flops = scaled(k.flops);
+  at.bytes = k.bytes > queries ? queries + scaled(k.bytes - queries) : k.bytes;
+  const KernelCost c = cost(at, rt::Duration{});
+  return std::max(c.compute_ns, c.memory_ns);
 }
 
 std::optional<double> CostModel::module_ns(const MeasuredAttentionModuleTable* table, const AttentionModule& block,
@@ -205,6 +247,22 @@ double CostModel::mla_prefill_roofline_ns(hal::DType gemm_dtype, std::int64_t he
                            2 * batch * attended * h * (qk + kVHead) / peak(hal::DType::bf16);
   // Weights once; each sequence's expanded keys and values in BF16.
   const double bytes = (per_token + kv_b) * hal::bits_of(gemm_dtype) / 8 + batch * context * h * (qk + kVHead) * 2;
+  return 1e9 * std::max(compute_s, bytes / hbm_bytes_per_s_);
+}
+
+double CostModel::mla_decode_block_roofline_ns(hal::DType gemm_dtype, hal::DType kv_dtype, std::int64_t heads,
+                                               double batch, double kv_len) const {
+  using namespace deepseek_v3;
+  const auto h = static_cast<double>(heads);
+  // Fused q_a/kv_a, q_b, the absorbed k and v, o.
+  const double params = static_cast<double>(kHidden * (kQLora + kLatent + kRope)) + kQLora * h * (kQkNope + kRope) +
+                        h * kLatent * (kQkNope + kVHead) + h * kVHead * kHidden;
+  const auto peak = [&](hal::DType d) { return peak_flops_per_s_[static_cast<std::size_t>(d)]; };
+  const double compute_s =
+      2 * batch * params / peak(gemm_dtype) + 2 * batch * kv_len * h * (kLatent + kRope + kLatent) / peak(kv_dtype);
+  // Weights once; each sequence's latent keys read once.
+  const double bytes =
+      params * hal::bits_of(gemm_dtype) / 8 + batch * kv_len * (kLatent + kRope) * hal::bits_of(kv_dtype) / 8;
   return 1e9 * std::max(compute_s, bytes / hbm_bytes_per_s_);
 }
 

@@ -10,9 +10,9 @@
 // that time so that SM shares and throttles still apply as they would to the roofline's; so does a fused
 // MoE op (FusedMoeShape) the MoE table of its feed holds (MeasuredMoeTable: routed on the GPU itself, or
 // behind DeepEP's low-latency or normal dispatch). In a list of
-// kernels, a DSA decode or prefill attention block, or a dense MLA prefill block, that the attention-module
-// tables hold costs what the table says for the whole block (find_dsa_module, find_mla_module), its
-// kernels scaled together to that time.
+// kernels, a DSA decode or prefill attention block, or a dense MLA prefill or decode block, that the
+// attention-module tables hold costs what the table says for the whole block (find_dsa_module,
+// find_mla_module), its kernels scaled together to that time.
 #include <array>
 #include <functional>
 #include <memory>
@@ -79,8 +79,19 @@ class CostModel {
   // key's latent, causal MHA-form attention over 192-wide keys and 128-wide values.
   double mla_prefill_roofline_ns(hal::DType gemm_dtype, std::int64_t heads, double batch, double queries,
                                  double prefix) const;
+  // DeepSeek-V3's weight-absorbed MLA decode block (the MLA decode module tables' geometry) for `batch`
+  // sequences of one query attending `kv_len` keys: projection weights read once, each sequence's latent
+  // keys read once, the attention over the 576-wide latent.
+  double mla_decode_block_roofline_ns(hal::DType gemm_dtype, hal::DType kv_dtype, std::int64_t heads, double batch,
+                                      double kv_len) const;
   // The measured time of the attention block `kernels` hold (find_dsa_module, find_mla_module), else none.
   std::optional<double> attention_module_ns(std::span<const hal::KernelDesc> kernels) const;
+  // DeepSeek-V3's decode block `block`, which `kernels` hold, from the MLA decode module table, else none.
+  std::optional<double> mla_decode_module_ns(std::span<const hal::KernelDesc> kernels,
+                                             const AttentionModule& block) const;
+  // The attention kernel `k` (dense decode) priced as cost() prices it, its sequences holding `length`
+  // keys each instead of theirs.
+  double attention_at_length_ns(const hal::KernelDesc& k, double length) const;
   // The roofline time of a block of `batch` sequences of `length` (see AttentionModule) after `prefix`.
   using ModuleRoofline = std::function<double(double batch, double length, double prefix)>;
   // `block`'s time from `table` (null: none), else none.

@@ -62,7 +62,8 @@ DeviceProfile load_device_profile(const std::filesystem::path& file) {
       for (auto [key, path] : {std::pair{"gemm", &files.gemm}, std::pair{"mla_decode", &files.mla_decode},
                                std::pair{"dsa_decode", &files.dsa_decode},
                                std::pair{"dsa_context", &files.dsa_context},
-                               std::pair{"mla_context", &files.mla_context}, std::pair{"moe", &files.moe},
+                               std::pair{"mla_context", &files.mla_context},
+                               std::pair{"mla_decode_module", &files.mla_decode_module}, std::pair{"moe", &files.moe},
                                std::pair{"moe_deepep_ll", &files.moe_deepep_low_latency},
                                std::pair{"moe_deepep_normal", &files.moe_deepep_normal}}) {
         if (!tables.has(key)) continue;

@@ -8,7 +8,9 @@
 //     cached tokens; context (dsa_context_<library>.csv, import_dsa_context_table.py), a prefill with no
 //     cached prefix, length = isl, each sequence's new tokens;
 //   - DeepSeek-V3's MLA block in a prefill (fused q_a/kv_a GEMM, q_b, kv_b, the MHA-form attention, o_proj;
-//     mla_context_<library>.csv, import_mla_context_table.py), length = isl as above.
+//     mla_context_<library>.csv, import_mla_context_table.py), length = isl as above; in decode (fused
+//     q_a/kv_a GEMM, q_b, the absorbed BMMs, the latent attention, o_proj; mla_decode_module_<library>.csv,
+//     import_mla_decode_module_table.py), length = kv_len as for DSA.
 #include <array>
 #include <cstdint>
 #include <filesystem>
@@ -44,6 +46,11 @@ class MeasuredAttentionModuleTable {
                                 double length, const Roofline& roofline) const {
     const std::array dtypes{gemm_dtype, kv_dtype};
     return grid_.time_ns(dtypes, heads, batch, length, roofline);
+  }
+  std::optional<double> longest_length(hal::DType gemm_dtype, hal::DType kv_dtype, std::int64_t heads,
+                                       double batch) const {
+    const std::array dtypes{gemm_dtype, kv_dtype};
+    return grid_.longest_length(dtypes, heads, batch);
   }
   bool has(hal::DType gemm_dtype, hal::DType kv_dtype) const {
     const std::array dtypes{gemm_dtype, kv_dtype};

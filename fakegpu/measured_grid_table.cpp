@@ -60,12 +60,32 @@ double MeasuredGridTable::curve_ns(const Curve& c, double length, const Roofline
   return read_measured_curve(c.length, c.ns, length, [&](double l) { return roofline(b, l); });
 }
 
-std::optional<double> MeasuredGridTable::time_ns(std::span<const hal::DType> dtypes, std::int64_t heads, double batch,
-                                                 double length, const Roofline& roofline) const {
+const MeasuredGridTable::Slice* MeasuredGridTable::slice_of(std::span<const hal::DType> dtypes,
+                                                            std::int64_t heads) const {
   const auto slice = std::find_if(slices_.begin(), slices_.end(), [&](const Slice& s) {
     return std::equal(dtypes.begin(), dtypes.end(), s.dtypes.begin(), s.dtypes.end()) && s.heads == heads;
   });
-  if (slice == slices_.end() || batch <= 0 || length <= 0) return std::nullopt;
+  return slice == slices_.end() ? nullptr : &*slice;
+}
+
+std::optional<double> MeasuredGridTable::longest_length(std::span<const hal::DType> dtypes, std::int64_t heads,
+                                                        double batch) const {
+  const Slice* slice = slice_of(dtypes, heads);
+  if (slice == nullptr) return std::nullopt;
+  const auto& curves = slice->curves;
+  if (batch <= static_cast<double>(curves.front().batch)) return curves.front().length.back();
+  if (batch >= static_cast<double>(curves.back().batch)) return curves.back().length.back();
+  const auto hi = std::upper_bound(curves.begin(), curves.end(), batch,
+                                   [](double b, const Curve& c) { return b < static_cast<double>(c.batch); });
+  const Curve& lo = *std::prev(hi);
+  if (batch == static_cast<double>(lo.batch)) return lo.length.back();  // read from its own curve alone
+  return std::min(hi->length.back(), lo.length.back());
+}
+
+std::optional<double> MeasuredGridTable::time_ns(std::span<const hal::DType> dtypes, std::int64_t heads, double batch,
+                                                 double length, const Roofline& roofline) const {
+  const Slice* slice = slice_of(dtypes, heads);
+  if (slice == nullptr || batch <= 0 || length <= 0) return std::nullopt;
   const auto& curves = slice->curves;
   if (batch <= static_cast<double>(curves.front().batch)) return curve_ns(curves.front(), length, roofline);
   if (batch >= static_cast<double>(curves.back().batch)) {

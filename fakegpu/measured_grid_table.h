@@ -35,6 +35,10 @@ class MeasuredGridTable {
   // `dtypes`: one per dtype column, in the file's order.
   std::optional<double> time_ns(std::span<const hal::DType> dtypes, std::int64_t heads, double batch, double length,
                                 const Roofline& roofline) const;
+  // The longest length measured on every batch curve `batch` is read from (the two around it, or the
+  // first or last alone outside them), so that up to it the time is read within measured lengths; none
+  // for dtypes or heads the table lacks.
+  std::optional<double> longest_length(std::span<const hal::DType> dtypes, std::int64_t heads, double batch) const;
   // Whether any rows have these leading dtypes (a prefix of the dtype columns).
   bool has(std::span<const hal::DType> dtypes) const;
 
@@ -50,6 +54,7 @@ class MeasuredGridTable {
     std::vector<Curve> curves;  // ascending in batch
   };
   static double curve_ns(const Curve& c, double length, const Roofline& roofline);
+  const Slice* slice_of(std::span<const hal::DType> dtypes, std::int64_t heads) const;
 
   std::vector<Slice> slices_;  // in file order
 };

@@ -16,6 +16,7 @@ MeasuredKernels MeasuredKernels::load(const MeasuredKernelFiles& files) {
   k.dsa_decode = module(files.dsa_decode, ModulePhase::decode);
   k.dsa_context = module(files.dsa_context, ModulePhase::context);
   k.mla_context = module(files.mla_context, ModulePhase::context);
+  k.mla_decode_module = module(files.mla_decode_module, ModulePhase::decode);
   const auto moe = [](const std::filesystem::path& file) {
     return file.empty() ? nullptr : std::make_shared<const MeasuredMoeTable>(MeasuredMoeTable::load(file));
   };

@@ -17,6 +17,7 @@ struct MeasuredKernelFiles {
   std::filesystem::path dsa_decode;
   std::filesystem::path dsa_context;
   std::filesystem::path mla_context;
+  std::filesystem::path mla_decode_module;
   std::filesystem::path moe;
   std::filesystem::path moe_deepep_low_latency;
   std::filesystem::path moe_deepep_normal;
@@ -28,6 +29,7 @@ struct MeasuredKernels {
   std::shared_ptr<const MeasuredAttentionModuleTable> dsa_decode;   // null: DSA decode attention kernel by kernel
   std::shared_ptr<const MeasuredAttentionModuleTable> dsa_context;  // null: DSA prefill attention kernel by kernel
   std::shared_ptr<const MeasuredAttentionModuleTable> mla_context;  // null: MLA prefill attention kernel by kernel
+  std::shared_ptr<const MeasuredAttentionModuleTable> mla_decode_module;  // null: MLA decode attention by kernel
   std::shared_ptr<const MeasuredMoeTable> moe;               // null: routed experts on the roofline
   // The experts behind DeepEP's dispatch, in its two modes (same columns; tokens are the EP group's).
   std::shared_ptr<const MeasuredMoeTable> moe_deepep_low_latency;  // null: those experts on the roofline

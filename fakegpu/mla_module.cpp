@@ -17,10 +17,10 @@ std::optional<AttentionModule> find_mla_module(std::span<const hal::KernelDesc> 
         }
         break;
       case hal::KernelKind::attn_prefill:
+      case hal::KernelKind::attn_decode:
         if (attention != nullptr) return std::nullopt;
         attention = &k;
         break;
-      case hal::KernelKind::attn_decode:
       case hal::KernelKind::attn_prefill_sparse:
       case hal::KernelKind::indexer:
       case hal::KernelKind::moe_gemm:
@@ -32,11 +32,15 @@ std::optional<AttentionModule> find_mla_module(std::span<const hal::KernelDesc> 
   }
   if (fused_a == nullptr || attention == nullptr) return std::nullopt;
   const auto* a = std::get_if<hal::AttentionShape>(&attention->shape);
-  if (a == nullptr || a->sparse_topk != 0 || a->kv_heads != a->heads || a->seqs <= 0 || a->q_tokens <= 0 ||
-      a->qk_head_dim != kQkNope + kRope || a->v_head_dim != kVHead) {
-    return std::nullopt;
-  }
+  if (a == nullptr || a->sparse_topk != 0 || a->seqs <= 0 || a->q_tokens <= 0) return std::nullopt;
   const auto seqs = static_cast<double>(a->seqs);
+  if (attention->kind == hal::KernelKind::attn_decode) {
+    // Weight-absorbed: one latent KV head of 512 + 64, values of 512.
+    if (a->kv_heads != 1 || a->qk_head_dim != kLatent + kRope || a->v_head_dim != kLatent) return std::nullopt;
+    return AttentionModule{ModulePhase::decode, fused_a->dtype, attention->dtype, a->heads,
+                           static_cast<double>(a->q_tokens), static_cast<double>(a->kv_tokens) / seqs, 0};
+  }
+  if (a->kv_heads != a->heads || a->qk_head_dim != kQkNope + kRope || a->v_head_dim != kVHead) return std::nullopt;
   const double length = static_cast<double>(a->q_tokens) / seqs;
   return AttentionModule{ModulePhase::context, fused_a->dtype, a->kv_cache, a->heads, seqs, length,
                          static_cast<double>(a->kv_tokens) / seqs - length};

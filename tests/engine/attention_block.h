@@ -1,6 +1,6 @@
 #pragma once
-// What the attention-module pricing tests share: a batch of prompts, and the time of the attention block
-// a priced kernel list holds.
+// What the attention-module pricing tests share: a batch of prompts or of decodes, and the time of the
+// attention block a priced kernel list holds.
 #include <cstdint>
 #include <vector>
 
@@ -16,6 +16,13 @@ namespace nvl::engine::test {
 inline RankBatch prompts(int seqs, std::int64_t new_tokens, std::int64_t prior = 0) {
   RankBatch b;
   for (int i = 0; i < seqs; ++i) b.prefills.push_back(PrefillSpan{prior, new_tokens, true});
+  return b;
+}
+
+// `seqs` sequences of `context` cached tokens decoding `new_tokens` each (more than one: MTP).
+inline RankBatch decodes(int seqs, std::int64_t context, std::int64_t new_tokens = 1) {
+  RankBatch b;
+  for (int i = 0; i < seqs; ++i) b.decodes.push_back(DecodeSpan{context, new_tokens});
   return b;
 }
 

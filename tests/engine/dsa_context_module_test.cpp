@@ -14,8 +14,8 @@ struct Glm5PrefillOnB200 : test::Glm5DsaOnB200 {
   double block_ns(const std::vector<hal::KernelDesc>& ks, bool module_table) const {
     return test::block_ns(ks, costs(ks, module_table), module_table);
   }
-  static double table_us(std::int64_t batch, std::int64_t isl) {
-    return Glm5DsaOnB200::table_us("context", batch, isl);
+  double table_us(std::int64_t batch, std::int64_t isl) const {
+    return ModuleRig::table_us("dsa_context", batch, isl);
   }
 };
 

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "fakegpu/dsa_module.h"
+#include "tests/engine/attention_block.h"
 #include "tests/engine/glm5_dsa_rig.h"
 
 namespace nvl::engine {
@@ -20,16 +21,12 @@ struct Glm5OnB200 : test::Glm5DsaOnB200 {
     if (costs_out != nullptr) *costs_out = out;
     return ns;
   }
-  static double table_us(std::int64_t batch, std::int64_t kv_len) {
-    return Glm5DsaOnB200::table_us("decode", batch, kv_len);
+  double table_us(std::int64_t batch, std::int64_t kv_len) const {
+    return ModuleRig::table_us("dsa_decode", batch, kv_len);
   }
 };
 
-RankBatch decodes(int seqs, std::int64_t context, std::int64_t new_tokens = 1) {
-  RankBatch b;
-  for (int i = 0; i < seqs; ++i) b.decodes.push_back(DecodeSpan{context, new_tokens});
-  return b;
-}
+using test::decodes;
 
 TEST(DsaDecodeModule, TheEnginesDecodeAttentionIsFoundWithItsShape) {
   Glm5OnB200 rig;

@@ -2,53 +2,25 @@
 // module table of its kernel library: the same kernel list with and without the table, against hand
 // estimates. GB200 under SGLang with attention DP (all 128 heads on the rank), FP8 GEMMs and KV: the DEP8
 // prefill workers of the GB200 SGLang rows of the measured serving table.
-#include <fstream>
-#include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
 
-#include "engine/exec/layer_kernels.h"
-#include "fakegpu/cost_model.h"
 #include "fakegpu/mla_module.h"
-#include "fakegpu/profile_library.h"
-#include "tests/engine/attention_block.h"
+#include "tests/engine/deepseek_mla_rig.h"
 
 namespace nvl::engine {
 namespace mla_context_module_test {
 
-struct DeepSeekPrefillOnGb200 {
-  fakegpu::DeviceProfile profile = fakegpu::load_device_profile_named("gb200");
-  ModelProfile model = load_model_profile(model_profile_path("deepseek-v3"));
-  LayerKernels kernels{model, 1, WeightDtypes{}, hal::DType::fp8};
-  fakegpu::MeasuredKernels tables = fakegpu::MeasuredKernels::load(profile.measured_kernels.at("sglang"));
-
-  std::vector<hal::KernelDesc> attention(const RankBatch& batch) const {
-    std::vector<hal::KernelDesc> out;
-    kernels.attention(batch, false, out);
-    return out;
-  }
-  // The block's time (no module includes the input norm), with the MLA prefill table in use or without it
-  // (the GEMM table's either way).
+// The rig, with one module table to use or not (the GEMM and MLA decode kernel tables' either way).
+struct DeepSeekPrefillOnGb200 : test::DeepSeekMlaOnGb200 {
   double block_ns(const std::vector<hal::KernelDesc>& ks, bool module_table) const {
-    fakegpu::CostModel pricing(profile, 0);
     fakegpu::MeasuredKernels used = tables;
     if (!module_table) used.mla_context = nullptr;
-    pricing.use_measured_kernels(used);
-    std::vector<fakegpu::KernelCost> c;
-    pricing.cost_list(ks, profile.graph_node, c);
-    return test::block_ns(ks, c, module_table);
+    return DeepSeekMlaOnGb200::block_ns(ks, used, module_table);
   }
-  // The table's own row (microseconds) for FP8 GEMMs and KV, 128 heads.
-  static double table_us(std::int64_t batch, std::int64_t isl) {
-    std::ifstream in(fakegpu::default_profile_dir() / "measured/gb200/mla_context_sglang.csv");
-    const std::string key = "fp8,fp8,128," + std::to_string(batch) + "," + std::to_string(isl) + ",";
-    std::string line;
-    while (std::getline(in, line)) {
-      if (line.rfind(key, 0) == 0) return std::stod(line.substr(key.size()));
-    }
-    ADD_FAILURE() << "no row " << key;
-    return 0;
+  double table_us(std::int64_t batch, std::int64_t length) const {
+    return ModuleRig::table_us("mla_context", batch, length);
   }
 };
 
@@ -81,7 +53,7 @@ TEST(MlaContextModule, TheBlockCostsWhatTheModuleTableSaysFarAboveItsKernelsSum)
   // One 1,024-token prompt: the table's 872.5 us.
   const auto ks = rig.attention(prompts(1, 1024));
   const double with_module = rig.block_ns(ks, true);
-  EXPECT_NEAR(with_module, DeepSeekPrefillOnGb200::table_us(1, 1024) * 1e3, 1e-3);
+  EXPECT_NEAR(with_module, rig.table_us(1, 1024) * 1e3, 1e-3);
   // Kernel by kernel: the projections' 187 M parameters per token (fused q_a/kv_a 15.1 M, q_b 37.7 M,
   // kv_b 16.8 M, o 117.4 M) are 383 GFLOP over 1,024 tokens, 85 us at the 4.5 PFLOP/s FP8 peak; SGLang's
   // GEMM table times o's own shape at m 1,024 at 110 us (half the peak), and the other three, not measured
@@ -96,7 +68,7 @@ TEST(MlaContextModule, TheBlockCostsWhatTheModuleTableSaysFarAboveItsKernelsSum)
   EXPECT_GT(with_module / kernel_by_kernel, 2.7);
   EXPECT_LT(with_module / kernel_by_kernel, 4.0);
   // Two prompts of 1,024: the table's own row.
-  EXPECT_NEAR(rig.block_ns(rig.attention(prompts(2, 1024)), true), DeepSeekPrefillOnGb200::table_us(2, 1024) * 1e3,
+  EXPECT_NEAR(rig.block_ns(rig.attention(prompts(2, 1024)), true), rig.table_us(2, 1024) * 1e3,
               1e-3);
 }
 

@@ -1,7 +1,7 @@
-// Measured attention-module tables (GLM-5 DSA decode and prefill, DeepSeek-V3 MLA prefill): held-out points
+// Measured attention-module tables (GLM-5 DSA and DeepSeek-V3 MLA, decode and prefill): held-out points
 // predicted within the #18 targets (median |error| <= 5%, p90 <= 15% per table, the misses named), and bad
 // table files named by line. How a kernel list is priced from them is tested with the engine's own kernels
-// (tests/engine/dsa_{decode,context}_module_test.cpp, mla_context_module_test.cpp).
+// (tests/engine/{dsa,mla}_{decode,context}_module_test.cpp).
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -38,8 +38,10 @@ struct Table {
 };
 
 std::filesystem::path table_file(const std::string& gpu, const std::string& library, const Table& table) {
+  // DeepSeek-V3's decode module is named apart from its decode attention kernel's table (mla_decode_*).
+  const bool mla_decode = table.model == "mla" && table.phase == ModulePhase::decode;
   return default_profile_dir() / "measured" / gpu /
-         (table.model + "_" + phase_name(table.phase) + "_" + library + ".csv");
+         (table.model + "_" + phase_name(table.phase) + (mla_decode ? "_module_" : "_") + library + ".csv");
 }
 
 std::string header_of(ModulePhase phase) {
@@ -79,7 +81,7 @@ double unused_roofline(double batch, double kv_len) { return batch * kv_len; }
 // reach its kv_len. (The importer's dropped spikes and cliffs are not in the tables, so not held out.)
 TEST(MeasuredAttentionModuleTable, HeldOutPointsArePredictedWithinTheTargets) {
   for (const Table& table : {Table{"dsa", ModulePhase::decode}, Table{"dsa", ModulePhase::context},
-                             Table{"mla", ModulePhase::context}}) {
+                             Table{"mla", ModulePhase::context}, Table{"mla", ModulePhase::decode}}) {
   const ModulePhase phase = table.phase;
   for (const std::string gpu : {"gb300", "gb200", "b200", "h200", "h100"}) {
     for (const std::string library : {"sglang", "trtllm"}) {
@@ -171,6 +173,20 @@ TEST(MeasuredAttentionModuleTable, ReadsGemmAndKvDtypesAndTheirHeads) {
   EXPECT_TRUE(t.has(hal::DType::fp4, hal::DType::fp8));
   EXPECT_FALSE(t.has(hal::DType::fp4, hal::DType::fp4));
   EXPECT_FALSE(t.time_ns(hal::DType::fp8, hal::DType::fp8, 7, 1, 100, unused_roofline).has_value());
+}
+
+TEST(MeasuredAttentionModuleTable, TheLongestMeasuredLengthIsThatOfTheCurvesABatchIsReadFrom) {
+  // GB200's SGLang decode rows stop where batch x kv_len nears 256K keys: kv_len 16,385 at batch 1, 2,049
+  // at 128, 1,025 at 256, 257 at 1,024.
+  const MeasuredAttentionModuleTable t =
+      DecodeTable::load(table_file("gb200", "sglang", Table{"mla", ModulePhase::decode}));
+  const auto longest = [&](double batch) { return *t.longest_length(hal::DType::fp8, hal::DType::fp8, 128, batch); };
+  EXPECT_EQ(longest(1), 16'385);
+  EXPECT_EQ(longest(128), 2'049);
+  EXPECT_EQ(longest(256), 1'025);
+  EXPECT_EQ(longest(192), 1'025);  // between 128 and 256: read from both, as long as both reach
+  EXPECT_EQ(longest(4096), 257);   // beyond the largest batch: its curve's
+  EXPECT_FALSE(t.longest_length(hal::DType::fp8, hal::DType::bf16, 128, 1).has_value());
 }
 
 TEST(MeasuredAttentionModuleTable, BadFilesAreNamedByLine) {

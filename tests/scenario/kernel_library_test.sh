@@ -9,16 +9,19 @@
 #   against 34.2, +100 us a layer, ~+6.1 ms over 61 layers (the 3 dense layers' FFN GEMMs cost about the
 #   shared expert's difference too). MLA decode from the table: its ~12 us floor against ~2 us on the
 #   roofline, ~+0.6 ms. The LM head (BF16, 1.85 GB) is memory-bound in both: ~+6.7 ms so far.
+#   Under SGLang the attention block (q_a/kv_a to o, the MLA decode and the absorbed BMMs between) is
+#   priced whole from its decode module table instead: 110-118 us at 1-3 sequences of up to ~2K keys,
+#   against ~108 us for its kernels above (~18 + 33.7 + 37.8 + 12 + two ~3 us BMMs), ~+0.3 ms over 61.
 #   Under SGLang the routed experts behind DeepEP's low-latency dispatch come from its wide-EP table too,
 #   EP8 read between the measured EP4 and EP16 (geometric mean). At 2 requests a GPU the group's 16 tokens
 #   give a rank 16 pairs: EP4 273.8 us and EP16 86.5 us at 16 tokens, 153.9 us, against the roofline's
 #   ~12.7 experts' weights (560 MB at 6.4 TB/s, 88 us): +66 us a MoE layer, +3.8 ms over 58; at 1 and 3
-#   requests +72 and +88 us, +4.2 and +5.1 ms. So TPOT p50 rises by ~10.5-11.8 ms: 9 .. 14.5 ms accepted
+#   requests +72 and +88 us, +4.2 and +5.1 ms. So TPOT p50 rises by ~10.8-12.1 ms: 9 .. 14.5 ms accepted
 #   (the pool mixes prefill chunks into some steps, whose experts take DeepEP's normal-mode table, ~0.5 ms a
 #   layer). TRT-LLM has no wide-EP table here (its experts stay on the roofline) and times the GEMMs lower:
 #   less of a rise, but a rise.
-#   The share of GPU time priced from the tables: under SGLang every GEMM, the MLA decode attention, the
-#   experts and the prefill pool's MLA blocks: all of a step but its norms, activations and sampler,
+#   The share of GPU time priced from the tables: under SGLang every GEMM, the MLA decode attention blocks,
+#   the experts and the prefill pool's MLA blocks: all of a step but its norms, activations and sampler,
 #   0.9 .. 1.
 set -u
 exe=$1 dir=$2
