@@ -94,7 +94,7 @@ TEST(MlaDecodeModule, BeyondTheMeasuredLengthsOnlyTheAttentionGrows) {
   // block costs that plus what the attention kernel's own table adds for the 7,168 keys more a sequence:
   // 256 x 7,168 latent keys of 576 B, 1.06 GB, 132 us at GB200's 8 TB/s, more at the kernel's measured
   // bandwidth. (Holding the module's measured utilisation instead would multiply its whole 190 us, floor
-  // included, by the roofline's growth, x4.3: some 820 us.)
+  // included, by the roofline's growth, x4.1: some 785 us.)
   const auto ks = rig.attention(decodes(256, 8192));
   const double with_module = rig.block_ns(ks, true);
   const auto attention_ns = [&](std::int64_t context) {
