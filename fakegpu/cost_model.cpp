@@ -17,6 +17,19 @@ constexpr std::int64_t kMlaRope = deepseek_v3::kRope;
 constexpr double kMlaKeyWidth = kMlaLatent + kMlaRope;                // read per cached token
 constexpr double kMlaHeadWidth = kMlaLatent + kMlaRope + kMlaLatent;  // per head: q.k, then p.v
 
+// DeepSeek-V3's attention weights (parameters) at `h` local heads: those every new token passes (the fused
+// q_a/kv_a, q_b, o) and kv_b's (in prefill expanding the keys, in decode the absorbed k and v).
+struct MlaWeights {
+  double per_token = 0;
+  double kv_b = 0;
+};
+MlaWeights mla_weights(double h) {
+  using namespace deepseek_v3;
+  return {static_cast<double>(kHidden * (kQLora + kLatent + kRope)) + kQLora * h * (kQkNope + kRope) +
+              h * kVHead * kHidden,
+          kLatent * h * (kQkNope + kVHead)};
+}
+
 }  // namespace
 
 CostModel::CostModel(const DeviceProfile& profile, hal::DeviceId device)
@@ -237,9 +250,7 @@ double CostModel::mla_prefill_roofline_ns(hal::DType gemm_dtype, std::int64_t he
   const auto h = static_cast<double>(heads);
   const double qk = kQkNope + kRope;
   // Fused q_a/kv_a and q_b over the new tokens, o over them too; kv_b over every key of the sequence.
-  const double per_token =
-      static_cast<double>(kHidden * (kQLora + kLatent + kRope)) + kQLora * h * qk + h * kVHead * kHidden;
-  const double kv_b = kLatent * h * (kQkNope + kVHead);
+  const auto [per_token, kv_b] = mla_weights(h);
   const double context = prefix + queries;
   const double attended = queries * prefix + queries * (queries + 1) / 2;  // causal, per sequence
   const auto peak = [&](hal::DType d) { return peak_flops_per_s_[static_cast<std::size_t>(d)]; };
@@ -252,17 +263,16 @@ double CostModel::mla_prefill_roofline_ns(hal::DType gemm_dtype, std::int64_t he
 
 double CostModel::mla_decode_block_roofline_ns(hal::DType gemm_dtype, hal::DType kv_dtype, std::int64_t heads,
                                                double batch, double kv_len) const {
-  using namespace deepseek_v3;
   const auto h = static_cast<double>(heads);
-  // Fused q_a/kv_a, q_b, the absorbed k and v, o.
-  const double params = static_cast<double>(kHidden * (kQLora + kLatent + kRope)) + kQLora * h * (kQkNope + kRope) +
-                        h * kLatent * (kQkNope + kVHead) + h * kVHead * kHidden;
+  // Fused q_a/kv_a, q_b, o, and the absorbed k and v.
+  const MlaWeights w = mla_weights(h);
+  const double params = w.per_token + w.kv_b;
   const auto peak = [&](hal::DType d) { return peak_flops_per_s_[static_cast<std::size_t>(d)]; };
   const double compute_s =
-      2 * batch * params / peak(gemm_dtype) + 2 * batch * kv_len * h * (kLatent + kRope + kLatent) / peak(kv_dtype);
+      2 * batch * params / peak(gemm_dtype) + 2 * batch * kv_len * h * kMlaHeadWidth / peak(kv_dtype);
   // Weights once; each sequence's latent keys read once.
   const double bytes =
-      params * hal::bits_of(gemm_dtype) / 8 + batch * kv_len * (kLatent + kRope) * hal::bits_of(kv_dtype) / 8;
+      params * hal::bits_of(gemm_dtype) / 8 + batch * kv_len * kMlaKeyWidth * hal::bits_of(kv_dtype) / 8;
   return 1e9 * std::max(compute_s, bytes / hbm_bytes_per_s_);
 }
 
