@@ -37,6 +37,7 @@ void WaterFill::set_flows(std::size_t channels, std::span<const int> offset, std
     }
   }
   removed_.assign(flows, 0);
+  resumable_ = false;
   listed_ = path.size();
   removed_crossings_ = 0;
   if (seen_.size() < channels) seen_.resize(channels, 0);
@@ -95,13 +96,18 @@ void WaterFill::remove(int flow) {
   if (removed_[f]) return;
   removed_[f] = 1;
   if (pairs_) {
-    --present_[static_cast<std::size_t>(path_[2 * f])];
-    --present_[static_cast<std::size_t>(path_[2 * f + 1])];
+    const auto a = static_cast<std::size_t>(path_[2 * f]);
+    const auto b = static_cast<std::size_t>(path_[2 * f + 1]);
+    --present_[a];
+    --present_[b];
+    if (resumable_) first_touched_round_ = std::min({first_touched_round_, channel_round_[a], channel_round_[b]});
     removed_crossings_ += 2;
     return;
   }
   for (int i = offset_[f]; i < offset_[f + 1]; ++i) {
-    --present_[static_cast<std::size_t>(path_[static_cast<std::size_t>(i)])];
+    const auto c = static_cast<std::size_t>(path_[static_cast<std::size_t>(i)]);
+    --present_[c];
+    if (resumable_) first_touched_round_ = std::min(first_touched_round_, channel_round_[c]);
   }
   removed_crossings_ += static_cast<std::size_t>(offset_[f + 1] - offset_[f]);
 }
@@ -124,13 +130,73 @@ void WaterFill::compact() {
 }
 
 void WaterFill::solve(std::span<const double> capacity, std::vector<double>& rate) {
-  rate.assign(removed_.size(), 0.0);
   // Removed flows are skipped in the channels' lists; once they are most of them, dropping them is cheaper.
   if (removed_crossings_ * 2 > listed_) compact();
+  if (!resume(capacity, rate)) {
+    start(capacity, rate);
+    fill(rate);
+  }
+  first_touched_round_ = kNoRound;
+}
+
+void WaterFill::start(std::span<const double> capacity, std::vector<double>& rate) {
+  rate.assign(removed_.size(), 0.0);
   remaining_.assign(capacity.begin(), capacity.end());
   unfixed_.assign(present_.begin(), present_.end());
   fixed_.assign(removed_.begin(), removed_.end());
-  fill(rate);
+}
+
+bool WaterFill::resume(std::span<const double> capacity, std::vector<double>& rate) {
+  if (!resumable_ || !std::equal(capacity.begin(), capacity.end(), last_capacity_.begin(), last_capacity_.end())) {
+    return false;
+  }
+  start(capacity, rate);
+  const std::size_t kept = std::min(static_cast<std::size_t>(first_touched_round_), round_rate_.size());
+  const std::size_t channels = remaining_.size();
+  // The kept rounds' charges, in their order: each flow on its channels other than the round's.
+  const int* offset = offset_.data();
+  const int* path = path_.data();
+  double* remaining = remaining_.data();
+  int* unfixed = unfixed_.data();
+  for (std::size_t k = 0; k < kept; ++k) {
+    const double r = round_rate_[k];
+    const auto uc = static_cast<std::size_t>(round_channel_[k]);
+    for (const int f : round_flows(k)) {
+      const auto uf = static_cast<std::size_t>(f);
+      fixed_[uf] = 1;
+      rate[uf] = r;
+      for (int j = offset[uf]; j < offset[uf + 1]; ++j) {
+        const auto c2 = static_cast<std::size_t>(path[j]);
+        if (c2 == uc) continue;
+        --unfixed[c2];
+        remaining[c2] -= r;
+        // Overdrawn by rounding: with fewer flows its share would fall rather than rise, and might come
+        // first where it did not (not met in the default scenario; the fill starts afresh).
+        if (remaining[c2] < 0) return false;
+      }
+    }
+    unfixed[uc] = 0;
+  }
+  fixed_count_ = kept == 0 ? 0 : static_cast<std::size_t>(round_end_[kept - 1]);
+  for (std::size_t k = kept; k < round_channel_.size(); ++k) {
+    channel_round_[static_cast<std::size_t>(round_channel_[k])] = kNoRound;
+  }
+  round_end_.resize(kept);
+  round_rate_.resize(kept);
+  round_channel_.resize(kept);
+  // The shares as the fill leaves them after those rounds: each channel's remaining over its unfixed
+  // flows (every change to either touched it and stored that quotient), +inf without unfixed flows.
+  std::size_t live = 0;
+  for (std::size_t c = 0; c < channels; ++c) {
+    if (unfixed_[c] > 0) {
+      share_[c] = remaining_[c] / unfixed_[c];
+      ++live;
+    } else {
+      share_[c] = std::numeric_limits<double>::infinity();
+    }
+  }
+  scan_rounds(rate, live);
+  return true;
 }
 
 // Fixes every unfixed flow of channel uc at rate r and charges it on its other channels; the channels
@@ -193,8 +259,10 @@ std::size_t WaterFill::fix_channel(std::size_t uc, double r, std::vector<double>
   }
   unfixed[uc] = 0;
   fixed_count_ = fixed_count;
+  channel_round_[uc] = static_cast<int>(round_end_.size());
   round_end_.push_back(static_cast<int>(fixed_count));
   round_rate_.push_back(r);
+  round_channel_.push_back(static_cast<int>(uc));
   return touched_count;
 }
 
@@ -221,6 +289,34 @@ std::size_t first_least(const double* share, std::size_t channels) {
 
 }  // namespace
 
+void WaterFill::scan_rounds(std::vector<double>& rate, std::size_t live) {
+  constexpr double kNone = std::numeric_limits<double>::infinity();
+  const std::size_t channels = share_.size();
+  while (live > 0) {
+    const std::size_t best = first_least(share_.data(), channels);
+    const std::size_t touched = fix_channel(best, std::max(share_[best], 0.0), rate);
+    share_[best] = kNone;
+    --live;
+    // Gathered, divided, then stored: the divisions are independent, and as a loop over arrays they
+    // run two at a time (a channel left without unfixed flows divides by zero, unused).
+    for (std::size_t k = 0; k < touched; ++k) {
+      const auto u2 = static_cast<std::size_t>(touched_[k]);
+      numerator_[k] = remaining_[u2];
+      denominator_[k] = unfixed_[u2];
+    }
+    for (std::size_t k = 0; k < touched; ++k) numerator_[k] /= denominator_[k];
+    for (std::size_t k = 0; k < touched; ++k) {
+      const auto u2 = static_cast<std::size_t>(touched_[k]);
+      if (unfixed_[u2] > 0) {
+        share_[u2] = numerator_[k];
+      } else {
+        share_[u2] = kNone;
+        --live;
+      }
+    }
+  }
+}
+
 void WaterFill::fill(std::vector<double>& rate) {
   const std::size_t channels = remaining_.size();
   fixed_order_.resize(fixed_.size());
@@ -228,11 +324,13 @@ void WaterFill::fill(std::vector<double>& rate) {
   touched_.resize(channels);
   round_end_.clear();
   round_rate_.clear();
+  round_channel_.clear();
+  channel_round_.assign(channels, kNoRound);
+  resumable_ = false;
   if (channels <= kScanChannels) {
     // Few channels (an EP all-to-all crosses 2 per GPU): a scan for the smallest (share, channel) is
     // cheaper than a heap, which would hold one entry per fixed flow. Same order, same result. A share is
     // computed when it changes rather than on every scan; a channel without unfixed flows scans as +inf.
-    constexpr double kNone = std::numeric_limits<double>::infinity();
     share_.resize(channels);
     numerator_.resize(channels);
     denominator_.resize(channels);
@@ -244,32 +342,12 @@ void WaterFill::fill(std::vector<double>& rate) {
       if (unfixed_[c] > 0) {
         ++live;
       } else {
-        share_[c] = kNone;
+        share_[c] = std::numeric_limits<double>::infinity();
       }
     }
-    while (live > 0) {
-      const std::size_t best = first_least(share_.data(), channels);
-      const std::size_t touched = fix_channel(best, std::max(share_[best], 0.0), rate);
-      share_[best] = kNone;
-      --live;
-      // Gathered, divided, then stored: the divisions are independent, and as a loop over arrays they
-      // run two at a time (a channel left without unfixed flows divides by zero, unused).
-      for (std::size_t k = 0; k < touched; ++k) {
-        const auto u2 = static_cast<std::size_t>(touched_[k]);
-        numerator_[k] = remaining_[u2];
-        denominator_[k] = unfixed_[u2];
-      }
-      for (std::size_t k = 0; k < touched; ++k) numerator_[k] /= denominator_[k];
-      for (std::size_t k = 0; k < touched; ++k) {
-        const auto u2 = static_cast<std::size_t>(touched_[k]);
-        if (unfixed_[u2] > 0) {
-          share_[u2] = numerator_[k];
-        } else {
-          share_[u2] = kNone;
-          --live;
-        }
-      }
-    }
+    last_capacity_.assign(remaining_.begin(), remaining_.end());
+    scan_rounds(rate, live);
+    resumable_ = true;
     return;
   }
   heap_.clear();

@@ -4,6 +4,7 @@
 // Works on local indices so the flow model can solve one connected component and the collective
 // pricer an isolated set of flows with the same code. Buffers are kept between calls.
 #include <cstdint>
+#include <limits>
 #include <span>
 #include <utility>
 #include <vector>
@@ -22,6 +23,11 @@ class WaterFill {
   // solves), remove() takes one out, and solve() gives every flow still in the set the rate that the
   // one-shot solve of just those flows, in the same order, would give: bit for bit, as it charges them
   // in that order. Removed flows get rate 0.
+  // A solve after removals, on the same capacities, takes over the last solve's rounds before the first
+  // one whose channel a removed flow crosses: those rounds fix the same flows at the same rates (the
+  // removals only raise the shares of the channels they touch, so no other channel comes first), and
+  // replaying their charges gives the same remaining capacities bit for bit. Only the rounds after are
+  // filled again; a flow finishing is mostly one of the fastest, fixed in the last rounds.
   void set_flows(std::size_t channels, std::span<const int> offset, std::span<const int> path);
   void remove(int flow);
   // The flows crossing a channel, in flow order, once per crossing (removed ones until a solve drops them).
@@ -46,6 +52,13 @@ class WaterFill {
   void set_pairs(std::size_t flows, std::span<const int> path);
   std::size_t fix_channel(std::size_t uc, double r, std::vector<double>& rate);
   void fill(std::vector<double>& rate);
+  // A solve's state before its first round: every flow left unfixed, every channel at its capacity.
+  void start(std::span<const double> capacity, std::vector<double>& rate);
+  // Whether the last solve's first rounds can be taken over (see above), and takes them over if so:
+  // their flows fixed at their rates and charged on their other channels, the rounds after dropped.
+  bool resume(std::span<const double> capacity, std::vector<double>& rate);
+  // Scans for the least share from the state solve() or resume() left, fixing channels until none is left.
+  void scan_rounds(std::vector<double>& rate, std::size_t live);
   // Drops removed flows from the channels' flow lists (keeping their order).
   void compact();
 
@@ -76,6 +89,15 @@ class WaterFill {
   std::size_t fixed_count_ = 0;
   std::vector<int> round_end_;  // per round: its end in fixed_order_
   std::vector<double> round_rate_;
+  std::vector<int> round_channel_;  // per round: the channel that fixed its flows
+  // For resume(): whether the rounds above are those of the last solve of this set (a scan's), on
+  // last_capacity_; per channel the round it fixed (or none); and the first round a removal since
+  // then touched.
+  static constexpr int kNoRound = std::numeric_limits<int>::max();
+  bool resumable_ = false;
+  std::vector<double> last_capacity_;
+  std::vector<int> channel_round_;
+  int first_touched_round_ = kNoRound;
 };
 
 }  // namespace nvl::fabric

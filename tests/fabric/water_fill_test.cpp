@@ -124,10 +124,13 @@ std::vector<double> plain_fill(const std::vector<double>& capacity, const std::v
   }
 }
 
-// Solves, then removes the flows one by one in a scrambled order: every solve must give each flow left
-// exactly (bit for bit) the plain fill's rate for the flows left.
+// Solves, then removes the flows `per_solve` at a time in a scrambled order (the collective pricer
+// removes every flow that finished before solving again): every solve must give each flow left exactly
+// (bit for bit) the plain fill's rate for the flows left, and its rounds must list each of them once,
+// at its rate. A solve after removals takes over the last one's first rounds (WaterFill::resume), so
+// this is also what checks that shortcut against the fill done afresh.
 void expect_plain_fill_rates(const std::vector<double>& capacity, const std::vector<std::vector<int>>& paths,
-                             std::uint64_t seed) {
+                             std::uint64_t seed, std::size_t per_solve = 1) {
   std::vector<int> offset, path;
   flatten(paths, offset, path);
   WaterFill fill;
@@ -135,7 +138,7 @@ void expect_plain_fill_rates(const std::vector<double>& capacity, const std::vec
   Instance order(1, 0, seed);
   std::vector<char> gone(paths.size(), 0);
   std::vector<double> rate;
-  for (std::size_t step = 0; step < paths.size(); ++step) {
+  for (std::size_t removed = 0; removed < paths.size(); removed += per_solve) {
     fill.solve(capacity, rate);
     std::vector<std::vector<int>> left;
     std::vector<std::size_t> ids;
@@ -146,12 +149,24 @@ void expect_plain_fill_rates(const std::vector<double>& capacity, const std::vec
     }
     const std::vector<double> expected = plain_fill(capacity, left);
     for (std::size_t k = 0; k < ids.size(); ++k) {
-      ASSERT_EQ(rate[ids[k]], expected[k]) << "flow " << ids[k] << " after " << step << " removals";
+      ASSERT_EQ(rate[ids[k]], expected[k]) << "flow " << ids[k] << " after " << removed << " removals";
     }
-    auto victim = static_cast<std::size_t>(order.next(static_cast<int>(paths.size())));
-    while (gone[victim]) victim = (victim + 1) % paths.size();
-    gone[victim] = 1;
-    fill.remove(static_cast<int>(victim));
+    std::vector<int> listed(paths.size(), 0);
+    for (std::size_t k = 0; k < fill.rounds(); ++k) {
+      for (int f : fill.round_flows(k)) {
+        ++listed[static_cast<std::size_t>(f)];
+        ASSERT_EQ(rate[static_cast<std::size_t>(f)], fill.round_rate(k)) << "flow " << f << " in round " << k;
+      }
+    }
+    for (std::size_t f = 0; f < paths.size(); ++f) {
+      ASSERT_EQ(listed[f], gone[f] ? 0 : 1) << "flow " << f << " after " << removed << " removals";
+    }
+    for (std::size_t k = 0; k < per_solve && removed + k < paths.size(); ++k) {
+      auto victim = static_cast<std::size_t>(order.next(static_cast<int>(paths.size())));
+      while (gone[victim]) victim = (victim + 1) % paths.size();
+      gone[victim] = 1;
+      fill.remove(static_cast<int>(victim));
+    }
   }
 }
 
@@ -191,6 +206,41 @@ TEST(WaterFill, MixedPathsGetThePlainFillsRates) {
   // Many channels: the fill keeps a heap rather than scanning.
   Instance wide(700, 400, 7);
   expect_plain_fill_rates(wide.capacity, wide.paths, 8);
+}
+
+TEST(WaterFill, SeveralRemovalsBetweenSolvesGetThePlainFillsRates) {
+  const std::vector<double> equal(32, 900e9);
+  for (std::size_t per_solve : {2, 5, 17}) {
+    expect_plain_fill_rates(equal, all_to_all_paths(16, [](int, int) { return false; }), 11, per_solve);
+    Instance random(32, 0, 12);
+    expect_plain_fill_rates(random.capacity, all_to_all_paths(16, [&](int, int) { return random.next(3) == 0; }), 13,
+                            per_solve);
+    Instance mixed(40, 200, 14);
+    expect_plain_fill_rates(mixed.capacity, mixed.paths, 15, per_solve);
+  }
+}
+
+TEST(WaterFill, ASolveOnOtherCapacitiesTakesNothingOverFromTheLastOne) {
+  // Flow 0 crosses channels 0 and 2, flows 1 and 2 channels 1 and 3. Channel 0 (1 GB/s) fixes flow 0
+  // first; channel 1 (4 GB/s) then the other two at 2 GB/s each. Removing flow 2 touches only that
+  // second round, so on the same capacities the first would be taken over; on channel 0 at half its
+  // capacity it must not be: flow 0 gets 0.5 GB/s, and flow 1 the whole of channel 1.
+  const std::vector<int> offset = {0, 2, 4, 6};
+  const std::vector<int> path = {0, 2, 1, 3, 1, 3};
+  const std::vector<double> before = {1e9, 4e9, 10e9, 10e9};
+  const std::vector<double> after = {0.5e9, 4e9, 10e9, 10e9};
+  WaterFill fill;
+  fill.set_flows(before.size(), offset, path);
+  std::vector<double> rate;
+  fill.solve(before, rate);
+  EXPECT_DOUBLE_EQ(rate[0], 1e9);
+  EXPECT_DOUBLE_EQ(rate[1], 2e9);
+  EXPECT_DOUBLE_EQ(rate[2], 2e9);
+  fill.remove(2);
+  fill.solve(after, rate);
+  EXPECT_DOUBLE_EQ(rate[0], 0.5e9);
+  EXPECT_DOUBLE_EQ(rate[1], 4e9);
+  EXPECT_EQ(rate[2], 0.0);
 }
 
 TEST(WaterFill, MaxMinFairShares) {
