@@ -100,7 +100,10 @@ void WaterFill::remove(int flow) {
     const auto b = static_cast<std::size_t>(path_[2 * f + 1]);
     --present_[a];
     --present_[b];
-    if (resumable_) first_touched_round_ = std::min({first_touched_round_, channel_round_[a], channel_round_[b]});
+    if (resumable_) {
+      first_touched_round_ = std::min({first_touched_round_, channel_round_[a], channel_round_[b]});
+      removed_since_.push_back(flow);
+    }
     removed_crossings_ += 2;
     return;
   }
@@ -109,6 +112,7 @@ void WaterFill::remove(int flow) {
     --present_[c];
     if (resumable_) first_touched_round_ = std::min(first_touched_round_, channel_round_[c]);
   }
+  if (resumable_) removed_since_.push_back(flow);
   removed_crossings_ += static_cast<std::size_t>(offset_[f + 1] - offset_[f]);
 }
 
@@ -132,76 +136,85 @@ void WaterFill::compact() {
 void WaterFill::solve(std::span<const double> capacity, std::vector<double>& rate) {
   // Removed flows are skipped in the channels' lists; once they are most of them, dropping them is cheaper.
   if (removed_crossings_ * 2 > listed_) compact();
-  if (!resume(capacity, rate)) {
-    start(capacity, rate);
-    fill(rate);
+  if (!resume(capacity)) {
+    start(capacity);
+    fill();
   }
   first_touched_round_ = kNoRound;
+  removed_since_.clear();
+  rate.assign(rate_.begin(), rate_.end());
 }
 
-void WaterFill::start(std::span<const double> capacity, std::vector<double>& rate) {
-  rate.assign(removed_.size(), 0.0);
+void WaterFill::start(std::span<const double> capacity) {
+  rate_.assign(removed_.size(), 0.0);
   remaining_.assign(capacity.begin(), capacity.end());
   unfixed_.assign(present_.begin(), present_.end());
   fixed_.assign(removed_.begin(), removed_.end());
+  charges_ = 0;
 }
 
-bool WaterFill::resume(std::span<const double> capacity, std::vector<double>& rate) {
+bool WaterFill::resume(std::span<const double> capacity) {
   if (!resumable_ || !std::equal(capacity.begin(), capacity.end(), last_capacity_.begin(), last_capacity_.end())) {
     return false;
   }
-  start(capacity, rate);
   const std::size_t kept = std::min(static_cast<std::size_t>(first_touched_round_), round_rate_.size());
-  const std::size_t channels = remaining_.size();
-  // The kept rounds' charges, in their order: each flow on its channels other than the round's.
-  const int* offset = offset_.data();
-  const int* path = path_.data();
+  // The last solve's state after its last round, taken back to where round `kept` began: each later
+  // round's charges undone, last first (the remaining capacity each had before, as logged), its
+  // channel's unfixed flows counted again, its flows unfixed.
   double* remaining = remaining_.data();
   int* unfixed = unfixed_.data();
-  for (std::size_t k = 0; k < kept; ++k) {
-    const double r = round_rate_[k];
+  for (std::size_t k = round_rate_.size(); k-- > kept;) {
     const auto uc = static_cast<std::size_t>(round_channel_[k]);
-    for (const int f : round_flows(k)) {
-      const auto uf = static_cast<std::size_t>(f);
-      fixed_[uf] = 1;
-      rate[uf] = r;
-      for (int j = offset[uf]; j < offset[uf + 1]; ++j) {
-        const auto c2 = static_cast<std::size_t>(path[j]);
-        if (c2 == uc) continue;
-        --unfixed[c2];
-        remaining[c2] -= r;
-        // Overdrawn by rounding: with fewer flows its share would fall rather than rise, and might come
-        // first where it did not (not met in the default scenario; the fill starts afresh).
-        if (remaining[c2] < 0) return false;
-      }
+    unfixed[uc] = round_unfixed_[k];
+    channel_round_[uc] = kNoRound;
+    const int first_charge = k == 0 ? 0 : round_charge_end_[k - 1];
+    for (int q = round_charge_end_[k]; q-- > first_charge;) {
+      const auto c = static_cast<std::size_t>(charge_channel_[static_cast<std::size_t>(q)]);
+      remaining[c] = charge_before_[static_cast<std::size_t>(q)];
+      ++unfixed[c];
     }
-    unfixed[uc] = 0;
+    for (const int f : round_flows(k)) {
+      fixed_[static_cast<std::size_t>(f)] = 0;
+      rate_[static_cast<std::size_t>(f)] = 0;
+    }
+  }
+  // The flows removed since were all fixed in those rounds (each by a channel it crosses, which a
+  // removal marks): out of the set now.
+  for (const int f : removed_since_) {
+    fixed_[static_cast<std::size_t>(f)] = 1;
+    for (int i = offset_[static_cast<std::size_t>(f)]; i < offset_[static_cast<std::size_t>(f) + 1]; ++i) {
+      --unfixed[static_cast<std::size_t>(path_[static_cast<std::size_t>(i)])];
+    }
   }
   fixed_count_ = kept == 0 ? 0 : static_cast<std::size_t>(round_end_[kept - 1]);
-  for (std::size_t k = kept; k < round_channel_.size(); ++k) {
-    channel_round_[static_cast<std::size_t>(round_channel_[k])] = kNoRound;
-  }
+  charges_ = kept == 0 ? 0 : static_cast<std::size_t>(round_charge_end_[kept - 1]);
   round_end_.resize(kept);
   round_rate_.resize(kept);
   round_channel_.resize(kept);
+  round_charge_end_.resize(kept);
+  round_unfixed_.resize(kept);
   // The shares as the fill leaves them after those rounds: each channel's remaining over its unfixed
   // flows (every change to either touched it and stored that quotient), +inf without unfixed flows.
+  const std::size_t channels = remaining_.size();
   std::size_t live = 0;
   for (std::size_t c = 0; c < channels; ++c) {
     if (unfixed_[c] > 0) {
+      // Overdrawn by rounding: with fewer flows its share would fall rather than rise, and might come
+      // first where it did not (not met in the default scenario; the fill starts afresh).
+      if (remaining_[c] < 0) return false;
       share_[c] = remaining_[c] / unfixed_[c];
       ++live;
     } else {
       share_[c] = std::numeric_limits<double>::infinity();
     }
   }
-  scan_rounds(rate, live);
+  scan_rounds(live);
   return true;
 }
 
 // Fixes every unfixed flow of channel uc at rate r and charges it on its other channels; the channels
 // whose share changed are left in touched_[0, returned count).
-std::size_t WaterFill::fix_channel(std::size_t uc, double r, std::vector<double>& rate) {
+std::size_t WaterFill::fix_channel(std::size_t uc, double r) {
   const std::uint64_t round = ++round_;
   // Plain pointers and counts in locals: stores through the arrays could otherwise be taken to change
   // the members that hold them.
@@ -213,7 +226,10 @@ std::size_t WaterFill::fix_channel(std::size_t uc, double r, std::vector<double>
   int* fixed = fixed_.data();
   int* order = fixed_order_.data();
   int* touched = touched_.data();
-  double* rates = rate.data();
+  double* rates = rate_.data();
+  int* charge_channel = charge_channel_.data();
+  double* charge_before = charge_before_.data();
+  std::size_t charges = charges_;
   std::size_t fixed_count = fixed_count_;
   std::size_t touched_count = 0;
   const int* first = adj_.data() + adj_begin_[uc];
@@ -230,6 +246,8 @@ std::size_t WaterFill::fix_channel(std::size_t uc, double r, std::vector<double>
       order[fixed_count++] = static_cast<int>(f);
       const auto c2 = static_cast<std::size_t>(*other);
       --unfixed[c2];
+      charge_channel[charges] = static_cast<int>(c2);
+      charge_before[charges++] = remaining[c2];
       remaining[c2] -= r;
       if (seen[c2] != round) {
         seen[c2] = round;
@@ -249,6 +267,8 @@ std::size_t WaterFill::fix_channel(std::size_t uc, double r, std::vector<double>
         // never read again, so it is not charged.
         if (c2 == uc) continue;
         --unfixed[c2];
+        charge_channel[charges] = static_cast<int>(c2);
+        charge_before[charges++] = remaining[c2];
         remaining[c2] -= r;
         if (seen[c2] != round) {
           seen[c2] = round;
@@ -257,12 +277,15 @@ std::size_t WaterFill::fix_channel(std::size_t uc, double r, std::vector<double>
       }
     }
   }
+  round_unfixed_.push_back(unfixed[uc]);
   unfixed[uc] = 0;
   fixed_count_ = fixed_count;
+  charges_ = charges;
   channel_round_[uc] = static_cast<int>(round_end_.size());
   round_end_.push_back(static_cast<int>(fixed_count));
   round_rate_.push_back(r);
   round_channel_.push_back(static_cast<int>(uc));
+  round_charge_end_.push_back(static_cast<int>(charges));
   return touched_count;
 }
 
@@ -289,12 +312,12 @@ std::size_t first_least(const double* share, std::size_t channels) {
 
 }  // namespace
 
-void WaterFill::scan_rounds(std::vector<double>& rate, std::size_t live) {
+void WaterFill::scan_rounds(std::size_t live) {
   constexpr double kNone = std::numeric_limits<double>::infinity();
   const std::size_t channels = share_.size();
   while (live > 0) {
     const std::size_t best = first_least(share_.data(), channels);
-    const std::size_t touched = fix_channel(best, std::max(share_[best], 0.0), rate);
+    const std::size_t touched = fix_channel(best, std::max(share_[best], 0.0));
     share_[best] = kNone;
     --live;
     // Gathered, divided, then stored: the divisions are independent, and as a loop over arrays they
@@ -317,14 +340,18 @@ void WaterFill::scan_rounds(std::vector<double>& rate, std::size_t live) {
   }
 }
 
-void WaterFill::fill(std::vector<double>& rate) {
+void WaterFill::fill() {
   const std::size_t channels = remaining_.size();
   fixed_order_.resize(fixed_.size());
   fixed_count_ = 0;
   touched_.resize(channels);
+  charge_channel_.resize(path_.size());
+  charge_before_.resize(path_.size());
   round_end_.clear();
   round_rate_.clear();
   round_channel_.clear();
+  round_charge_end_.clear();
+  round_unfixed_.clear();
   channel_round_.assign(channels, kNoRound);
   resumable_ = false;
   if (channels <= kScanChannels) {
@@ -346,7 +373,7 @@ void WaterFill::fill(std::vector<double>& rate) {
       }
     }
     last_capacity_.assign(remaining_.begin(), remaining_.end());
-    scan_rounds(rate, live);
+    scan_rounds(live);
     resumable_ = true;
     return;
   }
@@ -363,7 +390,7 @@ void WaterFill::fill(std::vector<double>& rate) {
     const auto uc = static_cast<std::size_t>(c);
     // A stale entry: this channel's share has changed since it was pushed (a newer entry exists).
     if (unfixed_[uc] == 0 || share != remaining_[uc] / unfixed_[uc]) continue;
-    const std::size_t touched = fix_channel(uc, std::max(share, 0.0), rate);
+    const std::size_t touched = fix_channel(uc, std::max(share, 0.0));
     // One entry per channel whose share changed, with its final share: the intermediate ones a push per
     // flow would add are stale before the next pop anyway.
     for (std::size_t k = 0; k < touched; ++k) {

@@ -25,9 +25,10 @@ class WaterFill {
   // in that order. Removed flows get rate 0.
   // A solve after removals, on the same capacities, takes over the last solve's rounds before the first
   // one whose channel a removed flow crosses: those rounds fix the same flows at the same rates (the
-  // removals only raise the shares of the channels they touch, so no other channel comes first), and
-  // replaying their charges gives the same remaining capacities bit for bit. Only the rounds after are
-  // filled again; a flow finishing is mostly one of the fastest, fixed in the last rounds.
+  // removals only raise the shares of the channels they touch, so no other channel comes first). The
+  // last solve's state is taken back to where that round began by undoing the later rounds' charges
+  // (logged as they were made: bit for bit), and only those rounds are filled again; a flow finishing
+  // is mostly one of the fastest, fixed in the last rounds.
   void set_flows(std::size_t channels, std::span<const int> offset, std::span<const int> path);
   void remove(int flow);
   // The flows crossing a channel, in flow order, once per crossing (removed ones until a solve drops them).
@@ -50,15 +51,15 @@ class WaterFill {
   void list_from_present();
   // set_flows' counts and lists when pairs_.
   void set_pairs(std::size_t flows, std::span<const int> path);
-  std::size_t fix_channel(std::size_t uc, double r, std::vector<double>& rate);
-  void fill(std::vector<double>& rate);
+  std::size_t fix_channel(std::size_t uc, double r);
+  void fill();
   // A solve's state before its first round: every flow left unfixed, every channel at its capacity.
-  void start(std::span<const double> capacity, std::vector<double>& rate);
-  // Whether the last solve's first rounds can be taken over (see above), and takes them over if so:
-  // their flows fixed at their rates and charged on their other channels, the rounds after dropped.
-  bool resume(std::span<const double> capacity, std::vector<double>& rate);
-  // Scans for the least share from the state solve() or resume() left, fixing channels until none is left.
-  void scan_rounds(std::vector<double>& rate, std::size_t live);
+  void start(std::span<const double> capacity);
+  // Whether the last solve's first rounds can be taken over (see above), and takes them over if so,
+  // filling the rest.
+  bool resume(std::span<const double> capacity);
+  // Scans for the least share from the state fill() or resume() left, fixing channels until none is left.
+  void scan_rounds(std::size_t live);
   // Drops removed flows from the channels' flow lists (keeping their order).
   void compact();
 
@@ -90,6 +91,14 @@ class WaterFill {
   std::vector<int> round_end_;  // per round: its end in fixed_order_
   std::vector<double> round_rate_;
   std::vector<int> round_channel_;  // per round: the channel that fixed its flows
+  std::vector<int> round_unfixed_;  // per round: that channel's unfixed flows before it fixed them
+  // Every charge of a flow's rate on a channel, in order: the channel and its remaining capacity before.
+  std::vector<int> charge_channel_;
+  std::vector<double> charge_before_;
+  std::size_t charges_ = 0;
+  std::vector<int> round_charge_end_;  // per round: the end of its charges
+  std::vector<double> rate_;           // the last solve's rates, by flow
+  std::vector<int> removed_since_;     // flows removed since the last solve
   // For resume(): whether the rounds above are those of the last solve of this set (a scan's), on
   // last_capacity_; per channel the round it fixed (or none); and the first round a removal since
   // then touched.
