@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <numeric>
 
 #include "fabric/collective_plan.h"
 #include "fabric/collective_pricer.h"
@@ -43,8 +44,29 @@ bool CrossbarAllToAll::crossbar(const Fabric& fabric, const std::vector<hal::Dev
       if (route.size() != 2 || route[0] != up_[i] || route[1] != down_[j]) return false;
     }
   }
+  // Entries 0..n-1 are the members' egress channels, n..2n-1 their ingress ones (distinct channels).
+  by_channel_.resize(2 * n);
+  std::iota(by_channel_.begin(), by_channel_.end(), 0);
+  std::sort(by_channel_.begin(), by_channel_.end(), [&](int a, int b) { return channel(a) < channel(b); });
   crossbar_ = true;
   return true;
+}
+
+void CrossbarAllToAll::list_pairs(const std::vector<hal::SharedCollectiveOp>& ops) {
+  const std::size_t n = ops.size();
+  peers_.resize(n * n);
+  peer_count_.resize(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::uint64_t* row = ops[i]->send_bytes.data();
+    int* peers = peers_.data() + i * n;
+    std::size_t count = 0;
+    // Written always, kept where the pair moves data: no branch on which entries are empty.
+    for (std::size_t j = 0; j < n; ++j) {
+      peers[count] = static_cast<int>(j);
+      count += static_cast<std::size_t>(row[j] != 0 && j != i);
+    }
+    peer_count_[i] = count;
+  }
 }
 
 void CrossbarAllToAll::share(const std::vector<hal::SharedCollectiveOp>& ops, std::size_t m, bool egress,
@@ -83,10 +105,10 @@ bool CrossbarAllToAll::price(const Fabric& fabric, const std::vector<hal::Device
   flows_down_.assign(n, 0);
   rt::Duration max_latency;
   rt::Duration min_latency = rt::ns(std::numeric_limits<std::int64_t>::max());
+  list_pairs(ops);
   for (std::size_t i = 0; i < n; ++i) {
     const std::vector<std::uint64_t>& row = ops[i]->send_bytes;
-    for (std::size_t j = 0; j < n; ++j) {
-      if (row[j] == 0 || i == j) continue;
+    for_each_pair(i, [&](std::size_t j) {
       const double wire = static_cast<double>(row[j]) / k.efficiency;
       load_up_[i] += wire;
       load_down_[j] += wire;
@@ -94,16 +116,14 @@ bool CrossbarAllToAll::price(const Fabric& fabric, const std::vector<hal::Device
       ++flows_down_[j];
       max_latency = std::max(max_latency, latency_[i * n + j]);
       min_latency = std::min(min_latency, latency_[i * n + j]);
-    }
+    });
   }
-  // Entries 0..n-1 are the members' egress channels, n..2n-1 their ingress ones.
+  // The used channels' entries (0..n-1 the members' egress channels, n..2n-1 their ingress ones), by channel.
   order_.clear();
-  for (std::size_t m = 0; m < n; ++m) {
-    if (flows_up_[m] > 0) order_.push_back(static_cast<int>(m));
-    if (flows_down_[m] > 0) order_.push_back(static_cast<int>(n + m));
+  for (const int e : by_channel_) {
+    const auto ue = static_cast<std::size_t>(e);
+    if ((ue < n ? flows_up_[ue] : flows_down_[ue - n]) > 0) order_.push_back(e);
   }
-  auto channel = [&](int e) { return e < static_cast<int>(n) ? up_[static_cast<std::size_t>(e)] : down_[static_cast<std::size_t>(e) - n]; };
-  std::sort(order_.begin(), order_.end(), [&](int a, int b) { return channel(a) < channel(b); });
   out.channels.clear();
   out.channel_bytes.clear();
   out.channel_flows.clear();
@@ -147,9 +167,7 @@ bool CrossbarAllToAll::price(const Fabric& fabric, const std::vector<hal::Device
   last_up_.assign(n, 0);
   last_down_.assign(n, 0);
   for (std::size_t i = 0; i < n; ++i) {
-    const std::vector<std::uint64_t>& row = ops[i]->send_bytes;
-    for (std::size_t j = 0; j < n; ++j) {
-      if (row[j] == 0 || i == j) continue;
+    for_each_pair(i, [&](std::size_t j) {
       const double drained_s = latency_bound ? busiest_s : std::max(end_up_[i * n + j], end_down_[i * n + j]);
       last_up_[i] = std::max(last_up_[i], drained_s);
       last_down_[j] = std::max(last_down_[j], drained_s);
@@ -157,7 +175,7 @@ bool CrossbarAllToAll::price(const Fabric& fabric, const std::vector<hal::Device
           overhead + rt::ns(static_cast<std::int64_t>(std::ceil(drained_s * 1e9))) + latency_[i * n + j];
       out.done[i] = std::max(out.done[i], end);
       out.done[j] = std::max(out.done[j], end);
-    }
+    });
   }
   for (std::size_t i = 0; i < order_.size(); ++i) {
     const auto ue = static_cast<std::size_t>(order_[i]);

@@ -36,6 +36,20 @@ class CrossbarAllToAll {
   // Whether every pair routes over its two channels, checked once per set of members and fabric routes.
   bool crossbar(const Fabric& fabric, const std::vector<hal::DeviceId>& members);
 
+  // A channel entry's channel: entries 0..n-1 are the members' egress channels, n..2n-1 their ingress ones.
+  int channel(int entry) const {
+    const auto e = static_cast<std::size_t>(entry);
+    return e < up_.size() ? up_[e] : down_[e - up_.size()];
+  }
+  // peers_ from the byte matrix: the members each member sends to (a sender's own entry never counts).
+  void list_pairs(const std::vector<hal::SharedCollectiveOp>& ops);
+  // Calls visit(j) for each member j that member i sends to, ascending.
+  template <typename Visit>
+  void for_each_pair(std::size_t i, Visit&& visit) const {
+    const int* peers = peers_.data() + i * members_.size();
+    for (std::size_t k = 0; k < peer_count_[i]; ++k) visit(static_cast<std::size_t>(peers[k]));
+  }
+
   // The ends of member m's flows on its egress (or ingress) channel shared equally among them alone, in
   // seconds from the start of the data.
   void share(const std::vector<hal::SharedCollectiveOp>& ops, std::size_t m, bool egress, double capacity,
@@ -49,7 +63,10 @@ class CrossbarAllToAll {
   std::vector<rt::Duration> latency_;    // per pair, by src * members + dst
   std::vector<double> load_up_, load_down_;  // per member: wire bytes on its channels
   std::vector<int> flows_up_, flows_down_;
+  std::vector<int> by_channel_;          // every channel entry, by channel
   std::vector<int> order_;               // the used channels' entries, by channel
+  std::vector<int> peers_;               // per member, from member * members: the members it sends to
+  std::vector<std::size_t> peer_count_;  // per member: how many
   // share()'s: a channel's flows (wire bytes, peer) and, per pair, its end on each of its channels alone.
   std::vector<std::pair<double, int>> sizes_;
   std::vector<double> end_up_, end_down_;
