@@ -1,15 +1,35 @@
 #include "engine/router/prefix_index.h"
 
+#include <algorithm>
+#include <bit>
 #include <stdexcept>
 #include <string>
 
 namespace nvl::engine {
 
-PrefixIndex::PrefixIndex(std::int32_t ranks) : ranks_(ranks) {
-  if (ranks < 1 || static_cast<std::size_t>(ranks) > kMaxRanks) {
-    throw std::invalid_argument("prefix index: 1 to " + std::to_string(kMaxRanks) + " ranks, got " +
-                                std::to_string(ranks));
+namespace {
+constexpr std::size_t kRanksPerWord = 64;
+
+// Calls visit(r) for each rank whose bit is set in `bits` (`words` words).
+template <typename Visit>
+void for_each_rank(const std::uint64_t* bits, std::size_t words, Visit&& visit) {
+  for (std::size_t w = 0; w < words; ++w) {
+    for (std::uint64_t b = bits[w]; b != 0; b &= b - 1) {
+      visit(w * kRanksPerWord + static_cast<std::size_t>(std::countr_zero(b)));
+    }
   }
+}
+}  // namespace
+
+PrefixIndex::PrefixIndex(std::int32_t ranks)
+    : ranks_(ranks), words_((static_cast<std::size_t>(std::max(ranks, 0)) + kRanksPerWord - 1) / kRanksPerWord) {
+  if (ranks < 1) throw std::invalid_argument("prefix index: expected at least 1 rank, got " + std::to_string(ranks));
+}
+
+bool PrefixIndex::drop(std::uint32_t index, KvTier tier, std::size_t r) {
+  std::uint64_t* bits = holders(index);
+  bits[(tier == KvTier::gpu ? 0 : words_) + r / kRanksPerWord] &= ~(std::uint64_t{1} << (r % kRanksPerWord));
+  return std::all_of(bits, bits + 2 * words_, [](std::uint64_t w) { return w == 0; });
 }
 
 void PrefixIndex::apply(const KvEvent& e) {
@@ -20,22 +40,19 @@ void PrefixIndex::apply(const KvEvent& e) {
     std::uint32_t& index = index_of_.try_emplace(e.hash, inserted);
     if (inserted) {
       if (free_holders_.empty()) {
-        index = static_cast<std::uint32_t>(holders_.size());
-        holders_.emplace_back();
+        index = static_cast<std::uint32_t>(holder_bits_.size() / (2 * words_));
+        holder_bits_.resize(holder_bits_.size() + 2 * words_, 0);
       } else {
         index = free_holders_.back();
         free_holders_.pop_back();
       }
     }
-    Holders& h = holders_[index];
-    (e.tier == KvTier::gpu ? h.gpu : h.grace).set(r);
+    holders(index)[(e.tier == KvTier::gpu ? 0 : words_) + r / kRanksPerWord] |= std::uint64_t{1} << (r % kRanksPerWord);
     return;
   }
   if (e.kind == KvEvent::Kind::cleared) {
     index_of_.erase_if([&](BlockHash, std::uint32_t index) {
-      Holders& h = holders_[index];
-      (e.tier == KvTier::gpu ? h.gpu : h.grace).reset(r);
-      const bool empty = h.gpu.none() && h.grace.none();
+      const bool empty = drop(index, e.tier, r);
       if (empty) free_holders_.push_back(index);
       return empty;
     });
@@ -43,9 +60,7 @@ void PrefixIndex::apply(const KvEvent& e) {
   }
   const std::uint32_t* index = index_of_.find(e.hash);
   if (index == nullptr) return;
-  Holders& h = holders_[*index];
-  (e.tier == KvTier::gpu ? h.gpu : h.grace).reset(r);
-  if (h.gpu.none() && h.grace.none()) {
+  if (drop(*index, e.tier, r)) {
     free_holders_.push_back(*index);
     index_of_.erase(e.hash);
   }
@@ -53,44 +68,49 @@ void PrefixIndex::apply(const KvEvent& e) {
 
 void PrefixIndex::clear() {
   index_of_.clear();
-  holders_.clear();
+  holder_bits_.clear();
   free_holders_.clear();
 }
 
-const PrefixIndex::Holders* PrefixIndex::find(BlockHash h) const {
+const std::uint64_t* PrefixIndex::find(BlockHash h) const {
   const std::uint32_t* index = index_of_.find(h);
-  return index == nullptr ? nullptr : &holders_[*index];
+  return index == nullptr ? nullptr : holders(*index);
 }
 
 std::vector<RankMatch> PrefixIndex::match(std::span<const BlockHash> hashes, std::int64_t* longest) const {
   std::vector<RankMatch> out(static_cast<std::size_t>(ranks_));
-  RankSet on_gpu, anywhere;
-  for (std::int32_t r = 0; r < ranks_; ++r) {
-    on_gpu.set(static_cast<std::size_t>(r));
-    anywhere.set(static_cast<std::size_t>(r));
+  // The ranks still matching, per tier: every rank at first.
+  std::vector<std::uint64_t> on_gpu(words_, ~std::uint64_t{0}), anywhere(words_, ~std::uint64_t{0});
+  if (const std::size_t tail = static_cast<std::size_t>(ranks_) % kRanksPerWord; tail != 0) {
+    on_gpu.back() = anywhere.back() = (std::uint64_t{1} << tail) - 1;
   }
   // A rank's match is the number of blocks walked when it leaves the set: each rank leaves at most once
   // per tier, so the per-rank bookkeeping happens then rather than at every block.
-  const auto leave = [&](const RankSet& left, std::int64_t blocks, std::int64_t RankMatch::*field) {
-    if (left.none()) return;
-    for (std::int32_t r = 0; r < ranks_; ++r) {
-      if (left.test(static_cast<std::size_t>(r))) out[static_cast<std::size_t>(r)].*field = blocks;
-    }
+  std::vector<std::uint64_t> left(2 * words_);
+  const auto leave = [&](const std::uint64_t* gone, std::int64_t blocks, std::int64_t RankMatch::*field) {
+    for_each_rank(gone, words_, [&](std::size_t r) { out[r].*field = blocks; });
+  };
+  const auto none = [&](const std::vector<std::uint64_t>& set) {
+    return std::all_of(set.begin(), set.end(), [](std::uint64_t w) { return w == 0; });
   };
   std::size_t i = 0;
-  for (; i < hashes.size() && anywhere.any(); ++i) {
+  for (; i < hashes.size() && !none(anywhere); ++i) {
     if (i + kHashPrefetchAhead < hashes.size()) index_of_.prefetch(hashes[i + kHashPrefetchAhead]);
-    const Holders* h = find(hashes[i]);
+    const std::uint64_t* h = find(hashes[i]);
     if (h == nullptr) break;
-    const RankSet still_on_gpu = on_gpu & h->gpu;
-    const RankSet still_anywhere = anywhere & (h->gpu | h->grace);
-    leave(on_gpu & ~still_on_gpu, static_cast<std::int64_t>(i), &RankMatch::gpu_blocks);
-    leave(anywhere & ~still_anywhere, static_cast<std::int64_t>(i), &RankMatch::grace_blocks);
-    on_gpu = still_on_gpu;
-    anywhere = still_anywhere;
+    for (std::size_t w = 0; w < words_; ++w) {
+      const std::uint64_t still_on_gpu = on_gpu[w] & h[w];
+      const std::uint64_t still_anywhere = anywhere[w] & (h[w] | h[words_ + w]);
+      left[w] = on_gpu[w] & ~still_on_gpu;
+      left[words_ + w] = anywhere[w] & ~still_anywhere;
+      on_gpu[w] = still_on_gpu;
+      anywhere[w] = still_anywhere;
+    }
+    leave(left.data(), static_cast<std::int64_t>(i), &RankMatch::gpu_blocks);
+    leave(left.data() + words_, static_cast<std::int64_t>(i), &RankMatch::grace_blocks);
   }
-  leave(on_gpu, static_cast<std::int64_t>(i), &RankMatch::gpu_blocks);
-  leave(anywhere, static_cast<std::int64_t>(i), &RankMatch::grace_blocks);
+  leave(on_gpu.data(), static_cast<std::int64_t>(i), &RankMatch::gpu_blocks);
+  leave(anywhere.data(), static_cast<std::int64_t>(i), &RankMatch::grace_blocks);
   if (longest != nullptr) {
     // Blocks [0, i) are all indexed; the prefix held by ranks together may go on past every rank's own.
     while (i < hashes.size() && index_of_.contains(hashes[i])) ++i;

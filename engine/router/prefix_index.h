@@ -3,7 +3,6 @@
 // cache-aware router and Dynamo's KV router keep one): for each block hash, which ranks hold it on
 // the GPU and which in Grace memory. It is soft state: a restarted router starts empty and refills
 // from new events.
-#include <bitset>
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -12,10 +11,6 @@
 #include "engine/kv/kv_event.h"
 
 namespace nvl::engine {
-
-// Two racks of DP ranks (EP144, EP256 over two NVL72s); a wider router needs a wider set.
-inline constexpr std::size_t kMaxRanks = 256;
-using RankSet = std::bitset<kMaxRanks>;
 
 struct RankMatch {
   std::int64_t gpu_blocks = 0;    // longest prefix the rank holds on its GPU
@@ -38,17 +33,21 @@ class PrefixIndex {
   std::int32_t ranks() const { return ranks_; }
 
  private:
-  struct Holders {
-    RankSet gpu;
-    RankSet grace;
-  };
-  const Holders* find(BlockHash h) const;
+  // A block's holders: one bit per rank, words_ words for the GPU tier, then words_ for Grace.
+  std::uint64_t* holders(std::uint32_t index) { return holder_bits_.data() + std::size_t{index} * 2 * words_; }
+  const std::uint64_t* holders(std::uint32_t index) const {
+    return holder_bits_.data() + std::size_t{index} * 2 * words_;
+  }
+  const std::uint64_t* find(BlockHash h) const;
+  // Takes rank r off the block's tier; true when no rank holds the block on either tier then.
+  bool drop(std::uint32_t index, KvTier tier, std::size_t r);
 
   std::int32_t ranks_;
+  std::size_t words_;  // per tier: as many as the ranks need (one for a rack of 64)
   // A long run indexes millions of blocks: the hash table holds small indexes into a dense array of
   // holder sets (reused when a block leaves), which keeps the table, sized for its load, compact.
   BlockHashMap<std::uint32_t> index_of_;
-  std::vector<Holders> holders_;
+  std::vector<std::uint64_t> holder_bits_;
   std::vector<std::uint32_t> free_holders_;
 };
 

@@ -14,8 +14,7 @@
 namespace nvl::engine {
 namespace prefix_index_test {
 
-TEST(PrefixIndex, MatchesEveryRanksLongestPrefixAfterRandomStoresRemovalsAndClears) {
-  constexpr std::int32_t kRanks = 70;  // more than one 64-bit word of ranks
+void expect_matches_after_random_stores_removals_and_clears(const std::int32_t kRanks) {
   constexpr BlockHash kChain = 40;
   PrefixIndex idx(kRanks);
   std::vector<std::set<BlockHash>> gpu(kRanks), grace(kRanks);
@@ -73,6 +72,23 @@ TEST(PrefixIndex, MatchesEveryRanksLongestPrefixAfterRandomStoresRemovalsAndClea
       ASSERT_EQ(got[k].gpu_blocks, on_gpu) << "rank " << r << " round " << round;
       ASSERT_EQ(got[k].grace_blocks, anywhere) << "rank " << r << " round " << round;
     }
+  }
+}
+
+TEST(PrefixIndex, MatchesEveryRanksLongestPrefixAfterRandomStoresRemovalsAndClears) {
+  // One rank; one 64-bit word of ranks exactly; more than one, the last partly used; eight racks of DP64.
+  for (const std::int32_t ranks : {1, 64, 70, 512}) {
+    SCOPED_TRACE(ranks);
+    expect_matches_after_random_stores_removals_and_clears(ranks);
+  }
+}
+
+TEST(PrefixIndex, RefusesNoRanks) {
+  try {
+    PrefixIndex idx(0);
+    FAIL() << "no error";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(), "prefix index: expected at least 1 rank, got 0");
   }
 }
 

@@ -258,7 +258,7 @@ TEST_F(ScenarioFile, ADuplicateKeyIsNamed) {
 }
 
 TEST_F(ScenarioFile, TheShippedScenariosLoad) {
-  for (const char* f : {"ci/small-pd.json", "nvl72-glm5-codex.json"}) {
+  for (const char* f : {"ci/small-pd.json", "nvl72-glm5-codex.json", "bench/nvl72x8-glm5-codex.json"}) {
     EXPECT_NO_THROW(load_scenario(std::filesystem::path(NVL_SCENARIO_DIR) / f)) << f;
   }
 }
