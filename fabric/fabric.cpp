@@ -27,6 +27,7 @@ Fabric::Fabric(rt::Runtime& rt, ClusterSpec spec, FabricOptions opts)
       link_factor_(topo_.links().size(), 1.0),
       element_down_(topo_.elements().size(), 0),
       reserved_until_(topo_.channels().size(), 0),
+      holds_on_(topo_.channels().size()),
       partition_side_(static_cast<std::size_t>(topo_.host_count()), -1),
       known_routes_(static_cast<std::size_t>(topo_.gpu_count())),
       held_bytes_(topo_.channels().size(), 0.0) {}
@@ -208,6 +209,7 @@ std::uint64_t Fabric::hold(HeldTraffic traffic, rt::Time until, HoldEvents event
   }
   const std::uint64_t id = next_hold_++;
   holds_.push_back(Hold{id, std::move(traffic), std::move(events), now, until.ns(), {}, 0, false, {}, {}});
+  list_channels(holds_.back());
   bool shared = false;
   for (std::size_t i = 0; i < channels.size(); ++i) {
     const int c = channels[i];
@@ -238,12 +240,32 @@ void Fabric::release(std::uint64_t hold_id) {
   if (it == holds_.end() || it->id != hold_id) return;
   it->drain_timer.cancel();
   it->wire_timer.cancel();
+  unlist_channels(*it);
   holds_.erase(it);
+}
+
+void Fabric::list_channels(const Hold& h) {
+  const std::vector<int>& channels = *h.traffic.channels;
+  for (std::size_t i = 0; i < channels.size(); ++i) {
+    // A channel listed twice counts once, where it first comes.
+    if (i > 0 && channels[i] == channels[i - 1]) continue;
+    holds_on_[static_cast<std::size_t>(channels[i])].push_back(HoldOnChannel{h.id, i});
+  }
+}
+
+void Fabric::unlist_channels(const Hold& h) {
+  for (const int c : *h.traffic.channels) {
+    std::erase_if(holds_on_[static_cast<std::size_t>(c)], [&](const HoldOnChannel& on) { return on.id == h.id; });
+  }
 }
 
 Fabric::Hold* Fabric::find_hold(std::uint64_t id) {
   const auto it = std::lower_bound(holds_.begin(), holds_.end(), id, [](const Hold& h, std::uint64_t i) { return h.id < i; });
   return it != holds_.end() && it->id == id ? &*it : nullptr;
+}
+
+const Fabric::Hold& Fabric::held(std::uint64_t id) const {
+  return *std::lower_bound(holds_.begin(), holds_.end(), id, [](const Hold& h, std::uint64_t i) { return h.id < i; });
 }
 
 double Fabric::held_rest(const Hold& h, std::size_t i, std::int64_t now) const {
@@ -265,13 +287,6 @@ std::int64_t Fabric::moving_from(const Hold& h) {
   return h.traffic.periodic ? std::min(from, h.until_ns - 1) : from;
 }
 
-std::optional<std::size_t> Fabric::index_of(const Hold& h, int channel) {
-  const auto& chs = *h.traffic.channels;
-  const auto it = std::lower_bound(chs.begin(), chs.end(), channel);
-  if (it == chs.end() || *it != channel) return std::nullopt;
-  return static_cast<std::size_t>(it - chs.begin());
-}
-
 double Fabric::held_rate(const Hold& h, std::size_t i, std::int64_t now) const {
   const double bytes = (*h.traffic.bytes)[i];
   if (h.traffic.periodic) {
@@ -285,11 +300,10 @@ double Fabric::held_rate(const Hold& h, std::size_t i, std::int64_t now) const {
 double Fabric::held_by_others(const Hold& h, int channel, std::int64_t now) const {
   if (reserved_until_[static_cast<std::size_t>(channel)] <= now) return 0;
   double rate = 0;
-  for (const Hold& o : holds_) {
-    if (o.id == h.id) continue;
-    const auto at = index_of(o, channel);
-    if (!at) continue;
-    const std::size_t j = *at;
+  for (const HoldOnChannel& on : holds_on_[static_cast<std::size_t>(channel)]) {
+    if (on.id == h.id) continue;
+    const Hold& o = held(on.id);
+    const std::size_t j = on.at;
     const char state = o.flowing.empty() ? kHeld : o.flowing[j];
     if (state == kWaiting) return std::numeric_limits<double>::infinity();
     if (state == kHeld) rate += held_rate(o, j, now);
@@ -368,11 +382,9 @@ void Fabric::maybe_drained(std::uint64_t id) {
 void Fabric::share_held(int channel) {
   if (reserved_until_[static_cast<std::size_t>(channel)] <= rt_.now().ns()) return;
   std::vector<std::function<void()>> slowed;
-  for (Hold& h : holds_) {
-    const auto at = index_of(h, channel);
-    if (at && to_flow(h, *at) && !std::exchange(h.slowed, true) && h.events.slowed) {
-      slowed.push_back(h.events.slowed);
-    }
+  for (const HoldOnChannel& on : holds_on_[static_cast<std::size_t>(channel)]) {
+    Hold& h = *find_hold(on.id);
+    if (to_flow(h, on.at) && !std::exchange(h.slowed, true) && h.events.slowed) slowed.push_back(h.events.slowed);
   }
   for (auto& s : slowed) s();
 }

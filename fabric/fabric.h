@@ -5,7 +5,6 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -179,10 +178,11 @@ class Fabric {
   };
   static constexpr char kHeld = 0, kWaiting = 1, kFlowing = 2;
   Hold* find_hold(std::uint64_t id);
+  const Hold& held(std::uint64_t id) const;  // one that is held
+  void list_channels(const Hold& h);  // in holds_on_
+  void unlist_channels(const Hold& h);
   // When the hold's data starts to move.
   static std::int64_t moving_from(const Hold& h);
-  // Where `channel` is among the hold's channels (sorted); none when the hold is not on it.
-  static std::optional<std::size_t> index_of(const Hold& h, int channel);
   // The bytes the hold has still to move on its i-th channel at `now`, as if alone.
   double held_rest(const Hold& h, std::size_t i, std::int64_t now) const;
   // The hold's rest on its i-th channel runs as capped flows from now, or from when the call's data
@@ -201,6 +201,13 @@ class Fabric {
   void maybe_drained(std::uint64_t hold_id);
   std::vector<std::int64_t> reserved_until_;
   std::vector<Hold> holds_;  // by id: few are held at once, and a hold is taken per collective call
+  // Per channel, the holds on it, by id, and where the channel is among each one's: a rack's calls
+  // look only at their own channels' holds, however many racks hold others elsewhere.
+  struct HoldOnChannel {
+    std::uint64_t id;
+    std::size_t at;
+  };
+  std::vector<std::vector<HoldOnChannel>> holds_on_;
   std::uint64_t next_hold_ = 1;
   std::vector<int> partition_side_;  // per host: -1 none, 0 or 1
   // append_gpu_route's memory, filled as routes are asked for: per source GPU (a row once it has been

@@ -24,6 +24,7 @@ void Fabric::update_channel(int channel) {
   std::erase_if(holds_, [&](Hold& h) {
     if (!std::binary_search(h.traffic.channels->begin(), h.traffic.channels->end(), channel)) return false;
     lost.push_back(std::move(h.events.lost));
+    unlist_channels(h);
     return true;
   });
   for (auto& l : lost) l(channel);

@@ -5,6 +5,7 @@
 #include <random>
 #include <set>
 #include <span>
+#include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -14,7 +15,9 @@
 namespace nvl::engine {
 namespace prefix_index_test {
 
-void expect_matches_after_random_stores_removals_and_clears(const std::int32_t kRanks) {
+// Events come from any rank, or (`window` > 0) from `window` ranks in a row, moved along each round, so
+// that a block has few holders: a list of them until it has more than seven (rank, tier) entries.
+void expect_matches_after_random_stores_removals_and_clears(const std::int32_t kRanks, const std::int32_t window = 0) {
   constexpr BlockHash kChain = 40;
   PrefixIndex idx(kRanks);
   std::vector<std::set<BlockHash>> gpu(kRanks), grace(kRanks);
@@ -25,7 +28,8 @@ void expect_matches_after_random_stores_removals_and_clears(const std::int32_t k
   for (BlockHash i = 0; i < kChain; ++i) prompt[i] = i;
   for (int round = 0; round < 300; ++round) {
     for (int e = 0; e < 200; ++e) {
-      const auto rank = static_cast<std::int32_t>(rng() % kRanks);
+      const auto rank = window == 0 ? static_cast<std::int32_t>(rng() % kRanks)
+                                    : static_cast<std::int32_t>((round * 37 + static_cast<std::int32_t>(rng() % window)) % kRanks);
       const KvTier tier = rng() % 3 == 0 ? KvTier::grace : KvTier::gpu;
       const bool store = rng() % 3 != 0;
       const BlockHash h = block();
@@ -80,16 +84,22 @@ TEST(PrefixIndex, MatchesEveryRanksLongestPrefixAfterRandomStoresRemovalsAndClea
   for (const std::int32_t ranks : {1, 64, 70, 512}) {
     SCOPED_TRACE(ranks);
     expect_matches_after_random_stores_removals_and_clears(ranks);
+    // Blocks of three ranks (at most six entries: listed) and of five (up to ten: listed, then bits).
+    expect_matches_after_random_stores_removals_and_clears(ranks, 3);
+    expect_matches_after_random_stores_removals_and_clears(ranks, 5);
   }
 }
 
-TEST(PrefixIndex, RefusesNoRanks) {
-  try {
-    PrefixIndex idx(0);
-    FAIL() << "no error";
-  } catch (const std::invalid_argument& e) {
-    EXPECT_STREQ(e.what(), "prefix index: expected at least 1 rank, got 0");
+TEST(PrefixIndex, RefusesNoRanksOrMoreThanItsEntriesTellApart) {
+  for (const std::int32_t ranks : {0, PrefixIndex::kMaxRanks + 1}) {
+    try {
+      PrefixIndex idx(ranks);
+      FAIL() << "no error for " << ranks;
+    } catch (const std::invalid_argument& e) {
+      EXPECT_EQ(std::string(e.what()), "prefix index: expected 1 to 32768 ranks, got " + std::to_string(ranks));
+    }
   }
+  EXPECT_NO_THROW(PrefixIndex(PrefixIndex::kMaxRanks));
 }
 
 }  // namespace prefix_index_test

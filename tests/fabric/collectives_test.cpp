@@ -558,11 +558,12 @@ TEST(Collectives, ADegradedNvlinkPortSlowsTheAllToAllByItsShare) {
 struct TwoStreams {
   rt::Duration a, b;
 };
-TwoStreams two_overlapping_all_to_alls(bool fast, std::uint64_t bytes_per_pair, rt::Duration b_at) {
+// Two groups of the same 8 GPUs (from `first`) on a rig: A's all-to-all from now, B's from b_at later.
+TwoStreams two_overlapping_all_to_alls_on(Rig& r, int first, std::uint64_t bytes_per_pair, rt::Duration b_at) {
   const auto ops = fabric::uniform_all_to_all(8, bytes_per_pair, hal::AllToAllRole::moe_dispatch);
-  Rig r("gb300-nvl72", 1, fast);
-  auto a = r.coll.create_group("a", ranks(8));
-  auto b = r.coll.create_group("b", ranks(8));
+  auto a = r.coll.create_group("a", ranks(8, first));
+  auto b = r.coll.create_group("b", ranks(8, first));
+  const rt::Time start = r.rt.now();
   rt::Time a_done, b_done;
   for (int rank = 0; rank < 8; ++rank) {
     a->arrive(rank, part(ops, rank), [&](const hal::HalError* e) {
@@ -570,7 +571,7 @@ TwoStreams two_overlapping_all_to_alls(bool fast, std::uint64_t bytes_per_pair, 
       a_done = std::max(a_done, r.rt.now());
     });
   }
-  r.rt.call_at(rt::Time::zero() + b_at, [&] {
+  r.rt.call_at(start + b_at, [&] {
     for (int rank = 0; rank < 8; ++rank) {
       b->arrive(rank, part(ops, rank), [&](const hal::HalError* e) {
         EXPECT_EQ(e, nullptr);
@@ -579,7 +580,12 @@ TwoStreams two_overlapping_all_to_alls(bool fast, std::uint64_t bytes_per_pair, 
     }
   });
   r.rt.run();
-  return {a_done - rt::Time::zero(), b_done - rt::Time::zero() - b_at};
+  return {a_done - start, b_done - start - b_at};
+}
+
+TwoStreams two_overlapping_all_to_alls(bool fast, std::uint64_t bytes_per_pair, rt::Duration b_at) {
+  Rig r("gb300-nvl72", 1, fast);
+  return two_overlapping_all_to_alls_on(r, 0, bytes_per_pair, b_at);
 }
 
 TEST(Collectives, OverlappingCallsOfTwoStreamsShareTheirLinksAsTheExactModeSharesThem) {
@@ -614,6 +620,40 @@ TEST(Collectives, OverlappingCallsOfTwoStreamsShareTheirLinksAsTheExactModeShare
         EXPECT_NEAR(static_cast<double>(exact.b.ns()), expected, 0.02 * expected);
       }
     }
+  }
+}
+
+TEST(Collectives, HoldsOnOtherChannelsOrLostEarlierLeaveOverlappingCallsAsTheyAreAlone) {
+  // The fabric finds the calls held on a channel from a list per channel. Calls held in another rack
+  // must not count on this rack's channels, and a call lost to a link failure must leave its channels'
+  // lists: either way B's overlapping call meets A's as it does on a fresh rack, to the nanosecond.
+  constexpr std::uint64_t kBytes = 64'000'000;
+  const rt::Duration b_at = rt::us(200);
+  const TwoStreams fresh = two_overlapping_all_to_alls(true, kBytes, b_at);
+  {
+    Rig r("gb300-nvl72", 2);
+    auto other = r.coll.create_group("rack0", ranks(8));
+    const auto ops = fabric::uniform_all_to_all(8, 1ULL << 30, hal::AllToAllRole::moe_dispatch);
+    int done = 0;
+    for (int rank = 0; rank < 8; ++rank) other->arrive(rank, part(ops, rank), [&](const hal::HalError*) { ++done; });
+    const TwoStreams beside = two_overlapping_all_to_alls_on(r, 72, kBytes, b_at);
+    EXPECT_EQ(done, 8);
+    EXPECT_EQ(beside.a, fresh.a);
+    EXPECT_EQ(beside.b, fresh.b);
+  }
+  {
+    Rig r;
+    auto lost = r.coll.create_group("lost", ranks(8));
+    const auto ops = fabric::uniform_all_to_all(8, 1ULL << 30, hal::AllToAllRole::moe_dispatch);
+    int failed = 0;
+    for (int rank = 0; rank < 8; ++rank) lost->arrive(rank, part(ops, rank), [&](const hal::HalError* e) { failed += e ? 1 : 0; });
+    r.rt.call_at(rt::Time::from_ns(200'000), [&] { r.fab.set_element_down("rack0/tray0/gpu2", true); });
+    r.rt.run();
+    EXPECT_EQ(failed, 8);
+    r.fab.set_element_down("rack0/tray0/gpu2", false);
+    const TwoStreams after = two_overlapping_all_to_alls_on(r, 0, kBytes, b_at);
+    EXPECT_EQ(after.a, fresh.a);
+    EXPECT_EQ(after.b, fresh.b);
   }
 }
 
