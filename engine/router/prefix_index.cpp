@@ -11,6 +11,10 @@ namespace nvl::engine {
 namespace {
 constexpr std::size_t kRanksPerWord = 64;
 
+// Rank r's bit in a set of ranks, one bit per rank.
+void set_rank(std::uint64_t* set, std::size_t r) { set[r / kRanksPerWord] |= std::uint64_t{1} << (r % kRanksPerWord); }
+void clear_rank(std::uint64_t* set, std::size_t r) { set[r / kRanksPerWord] &= ~(std::uint64_t{1} << (r % kRanksPerWord)); }
+
 // Sets `field` to `blocks` for each rank whose bit is set in word w of a rank set.
 void leave(std::vector<RankMatch>& out, std::size_t w, std::uint64_t gone, std::int64_t blocks,
            std::int64_t RankMatch::*field) {
@@ -35,10 +39,7 @@ void PrefixIndex::to_bits(Holders& h) {
     free_bits_.pop_back();
   }
   std::uint64_t* set = holder_bits_.data() + std::size_t{at} * 2 * words_;
-  for (std::uint8_t k = 0; k < h.count; ++k) {
-    const std::size_t rank = h.listed[k] >> 1;
-    set[(h.listed[k] & 1U) * words_ + rank / kRanksPerWord] |= std::uint64_t{1} << (rank % kRanksPerWord);
-  }
+  for (std::uint8_t k = 0; k < h.count; ++k) set_rank(set + (h.listed[k] & 1U) * words_, h.listed[k] >> 1);
   h.listed[0] = static_cast<std::uint16_t>(at & 0xffffU);
   h.listed[1] = static_cast<std::uint16_t>(at >> 16);
   h.count = Holders::kInBits;
@@ -54,7 +55,7 @@ void PrefixIndex::add(Holders& h, std::size_t rank, KvTier tier) {
     }
     to_bits(h);
   }
-  bits(h)[(tier == KvTier::gpu ? 0 : words_) + rank / kRanksPerWord] |= std::uint64_t{1} << (rank % kRanksPerWord);
+  set_rank(bits(h) + (tier == KvTier::gpu ? 0 : words_), rank);
 }
 
 bool PrefixIndex::drop(Holders& h, KvTier tier, std::size_t r) {
@@ -68,7 +69,7 @@ bool PrefixIndex::drop(Holders& h, KvTier tier, std::size_t r) {
     return h.count == 0;
   }
   std::uint64_t* set = bits(h);
-  set[(tier == KvTier::gpu ? 0 : words_) + r / kRanksPerWord] &= ~(std::uint64_t{1} << (r % kRanksPerWord));
+  clear_rank(set + (tier == KvTier::gpu ? 0 : words_), r);
   if (!std::all_of(set, set + 2 * words_, [](std::uint64_t w) { return w == 0; })) return false;
   free_bits_.push_back(pool_index(h));
   return true;
@@ -140,10 +141,7 @@ std::vector<RankMatch> PrefixIndex::match(std::span<const BlockHash> hashes, std
     const Holders& held = holders_[*index];
     const bool listed = held.count != Holders::kInBits;
     if (listed) {
-      for (std::uint8_t k = 0; k < held.count; ++k) {
-        const std::size_t rank = held.listed[k] >> 1;
-        spread[(held.listed[k] & 1U) * words_ + rank / kRanksPerWord] |= std::uint64_t{1} << (rank % kRanksPerWord);
-      }
+      for (std::uint8_t k = 0; k < held.count; ++k) set_rank(spread.data() + (held.listed[k] & 1U) * words_, held.listed[k] >> 1);
     }
     const std::uint64_t* h = listed ? spread.data() : bits(held);
     const auto blocks = static_cast<std::int64_t>(i);
