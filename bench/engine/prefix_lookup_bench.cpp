@@ -14,7 +14,6 @@
 namespace nvl::engine {
 namespace {
 
-constexpr std::int32_t kRanks = 64;
 constexpr std::size_t kChainBlocks = 2'000;  // a 128k-token prompt at 64 tokens a block
 
 // `blocks` random hashes: consecutive runs of kChainBlocks are the prompts' chains.
@@ -31,14 +30,16 @@ std::span<const BlockHash> chain(const std::vector<BlockHash>& hashes, std::size
   return std::span<const BlockHash>(hashes).subspan((iteration % chains) * kChainBlocks, kChainBlocks);
 }
 
+// Arguments: blocks indexed; the router's ranks (64: one rack of DP64; 512: eight).
 void BM_PrefixIndexLookups(benchmark::State& state) {
   const auto blocks = static_cast<std::size_t>(state.range(0));
+  const auto ranks = static_cast<std::int32_t>(state.range(1));
   const std::vector<BlockHash> hashes = random_hashes(blocks);
-  PrefixIndex idx(kRanks);
+  PrefixIndex idx(ranks);
   // Rank 0 holds every chain in full, so both walks go their whole length; other ranks hold parts.
   for (std::size_t i = 0; i < blocks; ++i) {
     idx.apply(KvEvent{KvEvent::Kind::stored, KvTier::gpu, 0, hashes[i]});
-    idx.apply(KvEvent{KvEvent::Kind::stored, KvTier::gpu, static_cast<std::int32_t>(i % kRanks), hashes[i]});
+    idx.apply(KvEvent{KvEvent::Kind::stored, KvTier::gpu, static_cast<std::int32_t>(i % ranks), hashes[i]});
   }
   std::size_t iteration = 0;
   for (auto _ : state) {
@@ -49,7 +50,7 @@ void BM_PrefixIndexLookups(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * 2 * static_cast<std::int64_t>(kChainBlocks));
   state.SetLabel("items = block lookups");
 }
-BENCHMARK(BM_PrefixIndexLookups)->Arg(100'000)->Arg(2'000'000)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_PrefixIndexLookups)->ArgsProduct({{100'000, 2'000'000}, {64, 512}})->Unit(benchmark::kMicrosecond);
 
 void BM_KvPoolAcquirePrefix(benchmark::State& state) {
   const auto blocks = static_cast<std::int64_t>(state.range(0));
