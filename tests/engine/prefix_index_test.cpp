@@ -16,7 +16,8 @@ namespace nvl::engine {
 namespace prefix_index_test {
 
 // Events come from any rank, or (`window` > 0) from `window` ranks in a row, moved along each round, so
-// that a block has few holders: a list of them until it has more than seven (rank, tier) entries.
+// that a block gains holders a few at a time: listed while it has at most seven (rank, tier) entries,
+// then bits; at 512 ranks most words of a match are empty.
 void expect_matches_after_random_stores_removals_and_clears(const std::int32_t kRanks, const std::int32_t window = 0) {
   constexpr BlockHash kChain = 40;
   PrefixIndex idx(kRanks);
@@ -84,7 +85,7 @@ TEST(PrefixIndex, MatchesEveryRanksLongestPrefixAfterRandomStoresRemovalsAndClea
   for (const std::int32_t ranks : {1, 64, 70, 512}) {
     SCOPED_TRACE(ranks);
     expect_matches_after_random_stores_removals_and_clears(ranks);
-    // Blocks of three ranks (at most six entries: listed) and of five (up to ten: listed, then bits).
+    // Holders gathered three and five ranks at a time.
     expect_matches_after_random_stores_removals_and_clears(ranks, 3);
     expect_matches_after_random_stores_removals_and_clears(ranks, 5);
   }
