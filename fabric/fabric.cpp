@@ -259,13 +259,11 @@ void Fabric::unlist_channels(const Hold& h) {
   }
 }
 
-Fabric::Hold* Fabric::find_hold(std::uint64_t id) {
+Fabric::Hold* Fabric::find_hold(std::uint64_t id) { return const_cast<Hold*>(std::as_const(*this).find_hold(id)); }
+
+const Fabric::Hold* Fabric::find_hold(std::uint64_t id) const {
   const auto it = std::lower_bound(holds_.begin(), holds_.end(), id, [](const Hold& h, std::uint64_t i) { return h.id < i; });
   return it != holds_.end() && it->id == id ? &*it : nullptr;
-}
-
-const Fabric::Hold& Fabric::held(std::uint64_t id) const {
-  return *std::lower_bound(holds_.begin(), holds_.end(), id, [](const Hold& h, std::uint64_t i) { return h.id < i; });
 }
 
 double Fabric::held_rest(const Hold& h, std::size_t i, std::int64_t now) const {
@@ -302,7 +300,7 @@ double Fabric::held_by_others(const Hold& h, int channel, std::int64_t now) cons
   double rate = 0;
   for (const HoldOnChannel& on : holds_on_[static_cast<std::size_t>(channel)]) {
     if (on.id == h.id) continue;
-    const Hold& o = held(on.id);
+    const Hold& o = *find_hold(on.id);
     const std::size_t j = on.at;
     const char state = o.flowing.empty() ? kHeld : o.flowing[j];
     if (state == kWaiting) return std::numeric_limits<double>::infinity();

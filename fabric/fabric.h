@@ -178,7 +178,7 @@ class Fabric {
   };
   static constexpr char kHeld = 0, kWaiting = 1, kFlowing = 2;
   Hold* find_hold(std::uint64_t id);
-  const Hold& held(std::uint64_t id) const;  // one that is held
+  const Hold* find_hold(std::uint64_t id) const;
   void list_channels(const Hold& h);  // in holds_on_
   void unlist_channels(const Hold& h);
   // When the hold's data starts to move.
