@@ -40,10 +40,9 @@ Distribution distribution(const std::vector<double>& values) {
   return d;
 }
 
-Distribution distribution(const ItlCounts& unordered) {
+Distribution distribution(const ItlCounts& itl) {
   Distribution d;
-  std::vector<std::pair<double, std::uint64_t>> counts(unordered.begin(), unordered.end());
-  std::sort(counts.begin(), counts.end());
+  const std::vector<ItlCounts::Count>& counts = itl.sorted();
   double sum = 0;
   for (const auto& [value, n] : counts) {
     d.count += n;

@@ -10,12 +10,12 @@
 // Mean, median and percentiles as numpy computes them (linear interpolation between order statistics).
 #include <cstdint>
 #include <optional>
-#include <unordered_map>
 #include <span>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "emu/report/itl_counts.h"
 #include "emu/rt/time.h"
 
 namespace nvl::emu {
@@ -29,10 +29,6 @@ struct BenchmarkSample {
   std::int64_t input_tokens = 0;
   std::int64_t output_tokens = 0;
 };
-
-// Inter-token latencies of the completed requests, each value with how often it occurred: the requests of
-// one lockstep step share their gap, so a run's millions of gaps hold few distinct values.
-using ItlCounts = std::unordered_map<double, std::uint64_t>;
 
 struct Distribution {
   std::uint64_t count = 0;

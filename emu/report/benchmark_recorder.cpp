@@ -21,7 +21,7 @@ void BenchmarkRecorder::on_tokens(engine::RequestId id, std::int64_t count, rt::
   if (o.last_delivery) {
     // A delivery of several tokens (MTP) spreads its wait over them, as sglang's client counts it.
     const double gap_ms = (now - *o.last_delivery).seconds() * kMsPerS / static_cast<double>(count);
-    o.itl_ms.insert(o.itl_ms.end(), static_cast<std::size_t>(count), gap_ms);
+    o.itl_ms.emplace_back(gap_ms, static_cast<std::uint64_t>(count));
   }
   o.last_delivery = now;
 }
@@ -37,7 +37,7 @@ void BenchmarkRecorder::on_done(const engine::RequestTiming& t, rt::Time now) {
   if (t.failure.empty()) {
     s.first_token = t.first_token;
     s.finished = t.finished;
-    for (const double gap : it->second.itl_ms) ++itl_ms_[gap];
+    for (const auto& [gap, n] : it->second.itl_ms) itl_ms_.add(gap, n);
   }
   samples_.push_back(std::move(s));
   open_.erase(it);

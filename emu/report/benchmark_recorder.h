@@ -26,7 +26,7 @@ class BenchmarkRecorder {
   struct Open {
     rt::Time sent;
     std::optional<rt::Time> last_delivery;
-    std::vector<double> itl_ms;
+    std::vector<ItlCounts::Count> itl_ms;  // gaps, each with how many tokens waited it
   };
   std::unordered_map<engine::RequestId, Open> open_;
   std::vector<BenchmarkSample> samples_;
