@@ -59,15 +59,23 @@ void MoeTraffic::assign(std::span<const std::vector<hal::RoutedExpert>> routed) 
   ++version_;
 }
 
+// Both rows are filled without a branch per entry (they are built for every rank at every step), and the
+// rank's own entry is cleared after: it sends itself nothing.
 std::vector<std::uint64_t> MoeTraffic::dispatch_row(std::int64_t r, std::uint64_t bytes_per_pair) const {
-  std::vector<std::uint64_t> row(static_cast<std::size_t>(ranks_));
-  for (std::int64_t d = 0; d < ranks_; ++d) row[static_cast<std::size_t>(d)] = static_cast<std::uint64_t>(pairs(r, d)) * bytes_per_pair;
+  const auto n = static_cast<std::size_t>(ranks_);
+  std::vector<std::uint64_t> row(n);
+  const std::int64_t* from = pairs_.data() + static_cast<std::size_t>(r) * n;
+  for (std::size_t d = 0; d < n; ++d) row[d] = static_cast<std::uint64_t>(from[d]) * bytes_per_pair;
+  row[static_cast<std::size_t>(r)] = 0;
   return row;
 }
 
 std::vector<std::uint64_t> MoeTraffic::combine_row(std::int64_t d, std::uint64_t bytes_per_pair) const {
-  std::vector<std::uint64_t> row(static_cast<std::size_t>(ranks_));
-  for (std::int64_t r = 0; r < ranks_; ++r) row[static_cast<std::size_t>(r)] = static_cast<std::uint64_t>(pairs(r, d)) * bytes_per_pair;
+  const auto n = static_cast<std::size_t>(ranks_);
+  std::vector<std::uint64_t> row(n);
+  const std::int64_t* to = pairs_.data() + static_cast<std::size_t>(d);
+  for (std::size_t r = 0; r < n; ++r) row[r] = static_cast<std::uint64_t>(to[r * n]) * bytes_per_pair;
+  row[static_cast<std::size_t>(d)] = 0;
   return row;
 }
 
