@@ -7,11 +7,11 @@
 #include "emu/rt/errors.h"
 #include "tools/command_registry.h"
 #include "tools/commands.h"
-#include "tools/huge_page_heap.h"
+#include "tools/heap_tunables.h"
 #include "tools/version.h"
 
 int main(int argc, char** argv) {
-  nvl::tools::restart_with_huge_page_heap(argv);
+  nvl::tools::restart_with_heap_tunables(argv);
   CLI::App app{"nvl72emu: hardware-in-the-loop emulator for a GB300 NVL72 rack", "nvl72emu"};
   app.set_version_flag("--version", std::string("nvl72emu ") + nvl::tools::kVersion);
   app.require_subcommand(0, 1);

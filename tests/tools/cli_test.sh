@@ -56,14 +56,27 @@ check 2 "/proc/nvl72emu-out: --out: cannot" "an --out that cannot be written exi
   run "$small" --out /proc/nvl72emu-out
 touch "$tmp/a-file"
 check 2 "a-file/out: --out: cannot create the folder" "an --out under a file exits 2" run "$small" --out "$tmp/a-file/out"
-# After its restart onto a huge-page heap (tools/huge_page_heap.h) the process keeps its name.
-"$exe" serve "$scenarios/ci/live.json" --http-port 0 --grpc-port -1 > "$tmp/serve.out" 2>&1 &
-pid=$!
-for _ in $(seq 100); do grep -q "serving" "$tmp/serve.out" && break; sleep 0.1; done
-if [ "$(cat /proc/$pid/comm 2>/dev/null)" = nvl72emu ] && grep -q "glibc.malloc.hugetlb=1" /proc/$pid/environ; then
-  echo "ok: the restarted process is still named nvl72emu"
+# After its restart with the heap tunables (tools/heap_tunables.h) the process keeps its name and runs with
+# them; a tunable the user named keeps the user's setting. (ld.so rewrites GLIBC_TUNABLES in place as it
+# reads it, so the restarted process's environment shows the first tunable only.)
+serve_env() {
+  GLIBC_TUNABLES="$1" "$exe" serve "$scenarios/ci/live.json" --http-port 0 --grpc-port -1 > "$tmp/serve.out" 2>&1 &
+  pid=$!
+  for _ in $(seq 100); do grep -q "serving" "$tmp/serve.out" && break; sleep 0.1; done
+  name=$(cat /proc/$pid/comm 2>/dev/null)
+  env=$(tr '\0' '\n' < /proc/$pid/environ 2>/dev/null | grep -a '^GLIBC_TUNABLES=')
+  kill $pid; wait $pid 2>/dev/null
+}
+serve_env ""
+if [ "$name" = nvl72emu ] && [[ "$env" == GLIBC_TUNABLES=glibc.malloc.hugetlb=1* ]]; then
+  echo "ok: the restarted process is still named nvl72emu and runs with the heap tunables"
 else
-  echo "FAIL: after the huge-page restart the process is named '$(cat /proc/$pid/comm 2>/dev/null)'"; cat "$tmp/serve.out"; fail=1
+  echo "FAIL: after the restart the process is named '$name' with '$env'"; cat "$tmp/serve.out"; fail=1
 fi
-kill $pid; wait $pid 2>/dev/null
+serve_env "glibc.malloc.tcache_count=7"
+if [ "$name" = nvl72emu ] && [[ "$env" == GLIBC_TUNABLES=glibc.malloc.tcache_count=7* ]]; then
+  echo "ok: a tunable the user set is kept"
+else
+  echo "FAIL: with the user's tcache_count=7 the restart left '$env'"; fail=1
+fi
 exit $fail

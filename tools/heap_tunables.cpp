@@ -1,4 +1,4 @@
-#include "tools/huge_page_heap.h"
+#include "tools/heap_tunables.h"
 
 #include <unistd.h>
 
@@ -9,12 +9,16 @@
 
 namespace nvl::tools {
 
-void restart_with_huge_page_heap(char** argv) {
-  constexpr const char* kTunable = "glibc.malloc.hugetlb";
+void restart_with_heap_tunables(char** argv) {
+  constexpr const char* kRestartMark = "glibc.malloc.hugetlb";
+  constexpr const char* kTunables[][2] = {{"glibc.malloc.hugetlb", "1"}, {"glibc.malloc.tcache_count", "1024"}};
   const char* tunables = std::getenv("GLIBC_TUNABLES");
-  if (tunables != nullptr && std::strstr(tunables, kTunable) != nullptr) return;
-  std::string value = tunables != nullptr && *tunables != '\0' ? std::string(tunables) + ":" : std::string();
-  value += std::string(kTunable) + "=1";
+  if (tunables != nullptr && std::strstr(tunables, kRestartMark) != nullptr) return;
+  std::string value = tunables != nullptr ? tunables : "";
+  for (const auto& [name, setting] : kTunables) {
+    if (value.find(name) != std::string::npos) continue;  // the user's own setting stands
+    value += (value.empty() ? "" : ":") + std::string(name) + "=" + setting;
+  }
   if (setenv("GLIBC_TUNABLES", value.c_str(), 1) != 0) return;
   // The running binary itself, whatever argv[0] says (a name found on PATH, a relative path), by its
   // real path: exec'ing /proc/self/exe would rename the process "exe" (pgrep nvl72emu would miss it).
