@@ -58,14 +58,19 @@ void CrossbarAllToAll::list_pairs(const std::vector<hal::SharedCollectiveOp>& op
   peer_count_.resize(n);
   for (std::size_t i = 0; i < n; ++i) {
     const std::uint64_t* row = ops[i]->send_bytes.data();
-    int* peers = peers_.data() + i * n;
-    std::size_t count = 0;
-    // Written always, kept where the pair moves data: no branch on which entries are empty.
-    for (std::size_t j = 0; j < n; ++j) {
-      peers[count] = static_cast<int>(j);
-      count += static_cast<std::size_t>(row[j] != 0 && j != i);
-    }
-    peer_count_[i] = count;
+    int* const peers = peers_.data() + i * n;
+    int* next = peers;
+    // Written always, kept where the pair moves data: no branch on which entries are empty. The sender's
+    // own entry is stepped over rather than tested for at every entry.
+    const auto list = [&](std::size_t from, std::size_t to) {
+      for (std::size_t j = from; j < to; ++j) {
+        *next = static_cast<int>(j);
+        next += row[j] != 0 ? 1 : 0;
+      }
+    };
+    list(0, i);
+    list(i + 1, n);
+    peer_count_[i] = static_cast<std::size_t>(next - peers);
   }
 }
 
