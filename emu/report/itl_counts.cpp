@@ -14,8 +14,7 @@ ItlCounts::ItlCounts(std::initializer_list<Count> counts) {
 }
 
 void ItlCounts::add(double gap_ms, std::uint64_t n) {
-  if (n == 0) return;
-  pending_.emplace_back(gap_ms, n);
+  pending_.insert(pending_.end(), n, gap_ms);
   if (pending_.size() >= std::max(kMinFold, counts_.size() / 4)) fold();
 }
 
@@ -25,15 +24,19 @@ const std::vector<ItlCounts::Count>& ItlCounts::sorted() const {
 }
 
 void ItlCounts::fold() const {
-  std::sort(pending_.begin(), pending_.end(), [](const Count& a, const Count& b) { return a.first < b.first; });
-  // Merged in place from the back (no third buffer: the counts may hold a million values), then equal
-  // values, now side by side, are joined.
-  const std::size_t old = counts_.size();
-  counts_.resize(old + pending_.size());
-  std::size_t a = old, b = pending_.size(), out = counts_.size();
-  while (b > 0) {
-    counts_[--out] = a > 0 && counts_[a - 1].first > pending_[b - 1].first ? counts_[--a] : pending_[--b];
+  // Plain doubles sort faster than pairs; their runs of equal values join the counts.
+  std::sort(pending_.begin(), pending_.end());
+  const auto old = static_cast<std::ptrdiff_t>(counts_.size());
+  for (std::size_t i = 0; i < pending_.size();) {
+    std::size_t end = i + 1;
+    while (end < pending_.size() && pending_[end] == pending_[i]) ++end;
+    counts_.emplace_back(pending_[i], end - i);
+    i = end;
   }
+  pending_.clear();
+  std::inplace_merge(counts_.begin(), counts_.begin() + old, counts_.end(),
+                     [](const Count& a, const Count& b) { return a.first < b.first; });
+  // A value in both halves is now side by side: joined.
   std::size_t kept = 0;
   for (std::size_t i = 0; i < counts_.size(); ++i) {
     if (kept > 0 && counts_[kept - 1].first == counts_[i].first) {
@@ -43,7 +46,6 @@ void ItlCounts::fold() const {
     }
   }
   counts_.resize(kept);
-  pending_.clear();
 }
 
 }  // namespace nvl::emu

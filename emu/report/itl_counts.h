@@ -28,8 +28,8 @@ class ItlCounts {
   void fold() const;
 
   // Folding is invisible to a reader, so sorted() may do it on a const object.
-  mutable std::vector<Count> pending_;  // added since the last fold, unsorted
-  mutable std::vector<Count> counts_;   // ascending by value, each value once
+  mutable std::vector<double> pending_;  // gaps added since the last fold, unsorted
+  mutable std::vector<Count> counts_;    // ascending by value, each value once
 };
 
 }  // namespace nvl::emu
