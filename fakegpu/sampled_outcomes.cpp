@@ -14,6 +14,9 @@ constexpr int kRedraws = 64;
 // Means from which a binomial is drawn from its normal approximation (the inversion would take as many
 // steps).
 constexpr double kNormalFromMean = 24;
+// The chosen experts are listed by a walk over every expert's count once they are at least this share
+// (1 / kWalkCountsFrom) of the experts.
+constexpr std::size_t kWalkCountsFrom = 8;
 }  // namespace
 
 SampledOutcomes::SampledOutcomes(rt::Rng& rng, std::shared_ptr<OutcomeModel> model)
@@ -34,12 +37,20 @@ void SampledOutcomes::route_tokens(std::int64_t tokens, std::int64_t top_k, std:
   } else {
     draw_multinomial(tokens, top_k, p);
   }
-  std::sort(chosen_.begin(), chosen_.end());
+  // In expert order: where many experts were chosen, a walk over every count costs less than sorting them.
   out.reserve(chosen_.size());
-  for (std::int32_t e : chosen_) {
+  const auto emit = [&](std::int32_t e) {
     auto& c = counts_[static_cast<std::size_t>(e)];
     out.push_back(hal::RoutedExpert{e, c});
     c = 0;
+  };
+  if (chosen_.size() * kWalkCountsFrom >= counts_.size()) {
+    for (std::size_t e = 0; e < counts_.size(); ++e) {
+      if (counts_[e] != 0) emit(static_cast<std::int32_t>(e));
+    }
+  } else {
+    std::sort(chosen_.begin(), chosen_.end());
+    for (std::int32_t e : chosen_) emit(e);
   }
   chosen_.clear();
 }
