@@ -89,10 +89,12 @@ const std::vector<int>& CollectivePricer::load(const CollectivePlan& plan, const
   channels_.assign(global_.begin(), global_.end());
   std::sort(channels_.begin(), channels_.end());
   channel_bytes_.resize(channels_.size());
+  channel_flows_.resize(channels_.size());
   sorted_local_.resize(channels_.size());
   for (std::size_t i = 0; i < channels_.size(); ++i) {
     sorted_local_[i] = local_[static_cast<std::size_t>(channels_[i])];
     channel_bytes_[i] = local_bytes_[static_cast<std::size_t>(sorted_local_[i])];
+    channel_flows_[i] = static_cast<int>(fill_.flows_on(sorted_local_[i]).size());
   }
   for (int c : global_) local_[static_cast<std::size_t>(c)] = -1;
   return channels_;

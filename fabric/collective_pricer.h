@@ -20,6 +20,8 @@ class CollectivePricer {
   // Takes a plan to price and returns the channels it uses, once each, ascending (the caller checks
   // them before pricing). The plan must stay as it is until price().
   const std::vector<int>& load(const CollectivePlan& plan, const Fabric& fabric);
+  // The loaded plan's flows crossing each of load()'s channels (once per crossing).
+  const std::vector<int>& channel_flows() const { return channel_flows_; }
   // The loaded plan's member completion times, measured from the moment every member has arrived, the
   // wire bytes it puts on each of load()'s channels (for link utilisation), and when each of them carries
   // its last byte, in seconds after the data starts to move (the plan's overhead after the arrival).
@@ -39,6 +41,7 @@ class CollectivePricer {
   std::vector<double> cap_;
   std::vector<double> local_bytes_;    // per local channel: its wire bytes
   std::vector<double> channel_bytes_;  // the same per channel of channels_
+  std::vector<int> channel_flows_;     // per channel of channels_: the flows crossing it
   std::vector<int> sorted_local_;      // per channel of channels_: its local index
   std::vector<double> busy_until_;     // per local channel: see price()'s channel_seconds
   std::vector<double> rate_, remaining_, done_below_;  // by flow; done_below_: what counts as arrived

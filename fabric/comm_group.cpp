@@ -445,15 +445,10 @@ std::optional<FabricCommGroup::Cached> FabricCommGroup::price_plan(const Collect
   const std::vector<int>& channels = pricer_.load(plan, fabric_);
   if (fast_only && !fast_ok(channels)) return std::nullopt;
   std::vector<int> held = channels;
+  std::vector<int> flows = pricer_.channel_flows();
   std::vector<rt::Duration> done;
   std::vector<double> bytes, seconds;
   pricer_.price(static_cast<int>(members_.size()), done, bytes, seconds);
-  std::vector<int> flows(held.size(), 0);
-  for (const PlannedFlow& f : plan.flows) {
-    for (int ch : plan.route(f)) {
-      ++flows[static_cast<std::size_t>(std::lower_bound(held.begin(), held.end(), ch) - held.begin())];
-    }
-  }
   return cached(std::move(held), std::move(bytes), std::move(flows), std::move(seconds), plan.overhead, done);
 }
 

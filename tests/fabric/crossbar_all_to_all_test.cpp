@@ -127,6 +127,7 @@ TEST(CrossbarAllToAll, HoldsTheTrafficTheFullPlanGives) {
   EXPECT_EQ(priced.channels, channels);
   EXPECT_EQ(priced.channel_bytes, bytes);
   EXPECT_EQ(priced.channel_flows, flows);
+  EXPECT_EQ(pricer.channel_flows(), flows);  // the counts a priced plan holds its channels with
   EXPECT_EQ(priced.wire_from, plan.overhead);
   // When each channel carries its last byte: not before its load at its capacity, not after the busiest
   // one has drained (under max-min it carries its whole load at full rate); the solve within its 0.5%
