@@ -27,10 +27,6 @@ class MoeTraffic {
   // grouped GEMM reads).
   std::int64_t expert_pairs(std::int64_t d) const { return rank_pairs_.at(static_cast<std::size_t>(d)); }
   std::int64_t slots_hit(std::int64_t d) const { return slots_hit_.at(static_cast<std::size_t>(d)); }
-  // Pairs rank r sends rank d in the dispatch (none to itself).
-  std::int64_t pairs(std::int64_t r, std::int64_t d) const {
-    return r == d ? 0 : pairs_[static_cast<std::size_t>(r * ranks_ + d)];
-  }
   // Bytes rank r sends every rank in the dispatch, bytes_per_pair per token copy.
   std::vector<std::uint64_t> dispatch_row(std::int64_t r, std::uint64_t bytes_per_pair) const;
   // Bytes rank d sends every rank in the combine: the results of the copies it computed for each.

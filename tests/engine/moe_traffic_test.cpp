@@ -27,7 +27,6 @@ TEST(MoeTraffic, RowsCarryThePairsEachRankSendsAndGetsBackNoneToItself) {
   EXPECT_EQ(traffic.combine_row(2, 7), (Row{0, 35, 0}));
   // The pairs kept at home are computed but sent nowhere.
   EXPECT_EQ(traffic.expert_pairs(0), 4 + 2 + 1);
-  EXPECT_EQ(traffic.pairs(0, 0), 0);
 }
 
 }  // namespace
