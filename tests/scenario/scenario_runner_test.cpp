@@ -2,12 +2,15 @@
 // event-log hash whatever the outputs, and the timeline adds up to the run's own totals.
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <numeric>
+#include <set>
 #include <sstream>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "emu/report/html_report.h"
 #include "emu/rt/errors.h"
@@ -74,6 +77,33 @@ TEST(ScenarioRunner, OutputsAndTheProgressBarLeaveTheHashAlone) {
   EXPECT_EQ(quiet.trace, nullptr);
   ASSERT_NE(loud.trace, nullptr);
   EXPECT_GT(loud.trace->summary().events, 0u);
+}
+
+TEST(ScenarioRunner, StepSpansInTheTraceCarryTheirBatchAsJsonArguments) {
+  // The arguments are written out as text: they must read back as the JSON object they stand for, with a
+  // rank on the decoding pool's GPUs only. The pool's name needs escaping.
+  const RunReport r = run_scenario(load_scenario(kSmallPd, {"outputs.trace_window_s=1000", R"(deployment.pools=[
+      {"name": "dep \"a\"", "role": "mixed", "dp": 8, "ep": 8}, {"name": "prefill", "role": "prefill", "tp": 8}])"}));
+  ASSERT_NE(r.trace, nullptr);
+  std::ostringstream text;
+  r.trace->write(text);
+  const nlohmann::json trace = nlohmann::json::parse(text.str());
+  std::set<std::string> pools_with_rank, pools_without;
+  for (const auto& e : trace.at("traceEvents")) {
+    const std::string name = e.value("name", "");
+    if (name.size() < 5 || name.substr(name.size() - 5) != " step" || !e.contains("args")) continue;
+    const nlohmann::json& a = e.at("args");
+    EXPECT_EQ(a.at("batch").get<int>(), a.at("prefill_requests").get<int>() + a.at("decode_requests").get<int>());
+    for (const char* key : {"decode_tokens", "instance", "kv_context_tokens", "prefill_tokens", "step"}) {
+      EXPECT_TRUE(a.at(key).is_number_integer()) << key;
+    }
+    int first = -1, last = -1;  // a range of DeepSeek-V3's 61 layers
+    EXPECT_EQ(std::sscanf(a.at("layers").get<std::string>().c_str(), "%d-%d", &first, &last), 2);
+    EXPECT_TRUE(0 <= first && first <= last && last <= 60) << a.at("layers");
+    (a.contains("rank") ? pools_with_rank : pools_without).insert(a.at("pool").get<std::string>());
+  }
+  EXPECT_EQ(pools_with_rank, (std::set<std::string>{"dep \"a\""}));
+  EXPECT_EQ(pools_without, (std::set<std::string>{"prefill"}));
 }
 
 TEST(ScenarioRunner, TheDeterminismCheckRunsTwice) {
