@@ -3,6 +3,7 @@
 // KVEventBatch, decoded here with msgpack-c; a router that places a prompt on the rank whose published
 // blocks match it longest finds its prefix cached there, and not on another rank.
 #include <chrono>
+#include <thread>
 #include <map>
 #include <mutex>
 #include <set>
@@ -212,9 +213,18 @@ TEST(Workers, AResetPrefixCacheClearsTheRankAndSaysSoInOneEvent) {
     ASSERT_EQ(post_json(own, "/v1/completions", {{"model", model}, {"prompt", prompt}, {"max_tokens", 2}}).status, 200);
   };
   const auto hits = [&] { return engine_figure(own, "vllm:prefix_cache_hits_total", 4); };
+  // A reset is refused while a request holds blocks (as vLLM's is), and an answer can arrive before its
+  // request has let go of them: each reset waits for the rank to hold none.
+  const auto settled = [&] {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (engine_figure(own, "vllm:kv_cache_usage_perc", 4) > 0 && std::chrono::steady_clock::now() < until) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+  };
   ask();
   const std::vector<BlockHash> blocks = emu::live::estimate_prompt(prompt, 64).block_hashes;
   ASSERT_EQ(stored_blocks(rank4, 4, blocks).size(), blocks.size());
+  settled();
   ASSERT_EQ(post_json(own, "/reset_prefix_cache", nlohmann::json::object()).status, 200);
   // One AllBlocksCleared, not a BlockRemoved per block.
   std::vector<std::string> seen;
@@ -233,6 +243,7 @@ TEST(Workers, AResetPrefixCacheClearsTheRankAndSaysSoInOneEvent) {
   ask();
   EXPECT_EQ(hits() - before, 6 * 64);
   // The main port resets every rank, this one among them.
+  settled();
   ASSERT_EQ(post_json(server->http_port(), "/reset_prefix_cache", nlohmann::json::object()).status, 200);
   ask();
   EXPECT_EQ(hits() - before, 6 * 64);
