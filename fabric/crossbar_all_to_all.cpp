@@ -74,26 +74,51 @@ void CrossbarAllToAll::list_pairs(const std::vector<hal::SharedCollectiveOp>& op
   }
 }
 
-void CrossbarAllToAll::share(const std::vector<hal::SharedCollectiveOp>& ops, std::size_t m, bool egress,
-                             double capacity, double efficiency) {
+void CrossbarAllToAll::share(const Fabric& fabric, const std::vector<hal::SharedCollectiveOp>& ops, double efficiency) {
   const std::size_t n = ops.size();
-  sizes_.clear();
-  for (std::size_t p = 0; p < n; ++p) {
-    const std::uint64_t bytes = egress ? ops[m]->send_bytes[p] : ops[p]->send_bytes[m];
-    if (bytes != 0 && p != m) sizes_.emplace_back(static_cast<double>(bytes) / efficiency, static_cast<int>(p));
+  // Every channel entry's flows (wire bytes, peer), listed in one pass over the pairs, row by row: entry
+  // e's from first_[e] on. Reading an ingress channel's flows down a column instead would visit every
+  // member's byte row once per channel.
+  first_.resize(2 * n + 1);
+  first_[0] = 0;
+  for (std::size_t e = 0; e < 2 * n; ++e) first_[e + 1] = first_[e] + (e < n ? flows_up_[e] : flows_down_[e - n]);
+  sizes_.resize(static_cast<std::size_t>(first_[2 * n]));
+  next_.assign(first_.begin(), first_.end() - 1);
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::vector<std::uint64_t>& row = ops[i]->send_bytes;
+    for_each_pair(i, [&](std::size_t j) {
+      const double wire = static_cast<double>(row[j]) / efficiency;
+      sizes_[static_cast<std::size_t>(next_[i]++)] = {wire, static_cast<int>(j)};
+      sizes_[static_cast<std::size_t>(next_[n + j]++)] = {wire, static_cast<int>(i)};
+    });
   }
-  // Equal shares: while k flows are left, each moves at capacity / k, so the next smallest ends once it
-  // has moved what it has beyond the one before. Computed as the pricer's rounds are (the bytes left over
-  // the rate), so that equal flows end at the same nanosecond.
-  std::sort(sizes_.begin(), sizes_.end());
-  std::vector<double>& ends = egress ? end_up_ : end_down_;
-  double t = 0;
-  double before = 0;
-  for (std::size_t q = 0; q < sizes_.size(); ++q) {
-    const auto [bytes, p] = sizes_[q];
-    t += (bytes - before) / (capacity / static_cast<double>(sizes_.size() - q));
-    before = bytes;
-    ends[egress ? m * n + static_cast<std::size_t>(p) : static_cast<std::size_t>(p) * n + m] = t;
+  // Every pair's two ends are written below, so the previous call's values need no clearing.
+  end_up_.resize(n * n);
+  end_down_.resize(n * n);
+  for (std::size_t e = 0; e < 2 * n; ++e) {
+    const auto first = sizes_.begin() + first_[e];
+    const auto last = sizes_.begin() + first_[e + 1];
+    if (first == last) continue;
+    const bool egress = e < n;
+    const std::size_t m = egress ? e : e - n;
+    const double capacity = fabric.flows().capacity(channel(static_cast<int>(e)));
+    // Equal shares: while k flows are left, each moves at capacity / k, so the next smallest ends once it
+    // has moved what it has beyond the one before. Computed as the pricer's rounds are (the bytes left
+    // over the rate), so that equal flows end at the same nanosecond.
+    std::sort(first, last);
+    const auto count = static_cast<std::size_t>(last - first);
+    double t = 0;
+    double before = 0;
+    for (std::size_t q = 0; q < count; ++q) {
+      const auto [bytes, p] = first[static_cast<std::ptrdiff_t>(q)];
+      t += (bytes - before) / (capacity / static_cast<double>(count - q));
+      before = bytes;
+      if (egress) {
+        end_up_[m * n + static_cast<std::size_t>(p)] = t;
+      } else {
+        end_down_[static_cast<std::size_t>(p) * n + m] = t;
+      }
+    }
   }
 }
 
@@ -162,12 +187,7 @@ bool CrossbarAllToAll::price(const Fabric& fabric, const std::vector<hal::Device
   // shares' sums.
   if (!latency_bound && std::ceil(busiest_s * 1e9) + 1 <= static_cast<double>(k.sync.ns())) return true;
   if (!latency_bound) {
-    end_up_.assign(n * n, 0);
-    end_down_.assign(n * n, 0);
-    for (std::size_t m = 0; m < n; ++m) {
-      share(ops, m, true, fabric.flows().capacity(up_[m]), k.efficiency);
-      share(ops, m, false, fabric.flows().capacity(down_[m]), k.efficiency);
-    }
+    share(fabric, ops, k.efficiency);
   }
   last_up_.assign(n, 0);
   last_down_.assign(n, 0);

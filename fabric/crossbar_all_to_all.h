@@ -50,10 +50,9 @@ class CrossbarAllToAll {
     for (std::size_t k = 0; k < peer_count_[i]; ++k) visit(static_cast<std::size_t>(peers[k]));
   }
 
-  // The ends of member m's flows on its egress (or ingress) channel shared equally among them alone, in
-  // seconds from the start of the data.
-  void share(const std::vector<hal::SharedCollectiveOp>& ops, std::size_t m, bool egress, double capacity,
-             double efficiency);
+  // The ends of every pair's flow on each of its two channels, shared equally there among that channel's
+  // flows alone, in seconds from the start of the data (end_up_, end_down_).
+  void share(const Fabric& fabric, const std::vector<hal::SharedCollectiveOp>& ops, double efficiency);
 
   std::vector<hal::DeviceId> members_;  // what crossbar_ was checked for
   std::uint64_t routes_version_ = 0;
@@ -67,8 +66,10 @@ class CrossbarAllToAll {
   std::vector<int> order_;               // the used channels' entries, by channel
   std::vector<int> peers_;               // per member, from member * members: the members it sends to
   std::vector<std::size_t> peer_count_;  // per member: how many
-  // share()'s: a channel's flows (wire bytes, peer) and, per pair, its end on each of its channels alone.
+  // share()'s: every channel entry's flows (wire bytes, peer), entry e's from first_[e] on (next_: the
+  // cursors filling them), and per pair its end on each of its channels alone.
   std::vector<std::pair<double, int>> sizes_;
+  std::vector<int> first_, next_;
   std::vector<double> end_up_, end_down_;
   std::vector<double> last_up_, last_down_;  // per member: its channels' last flow's end
 };
