@@ -116,16 +116,14 @@ void CollectivePricer::price(int members, std::vector<rt::Duration>& done, std::
   done.assign(static_cast<std::size_t>(members), plan.overhead + plan.sync_latency);
   remaining_.resize(flows);
   done_below_.resize(flows);
-  active_.resize(flows);
   finished_.resize(flows);
+  finished_rate_.resize(flows);
   // Plain pointers in locals: stores through the arrays could otherwise be taken to change the members.
   double* remaining = remaining_.data();
   double* done_below = done_below_.data();
-  int* active = active_.data();
   for (std::size_t i = 0; i < flows; ++i) {
     remaining[i] = plan.flows[i].wire_bytes;
     done_below[i] = 1e-9 * plan.flows[i].wire_bytes;
-    active[i] = static_cast<int>(i);
   }
   std::size_t active_count = flows;
   // A latency-bound call (a decode step's all-to-all moves tens of KB against microseconds of fixed
@@ -151,7 +149,7 @@ void CollectivePricer::price(int members, std::vector<rt::Duration>& done, std::
   // Solved again after each completion, with the finished flows taken out.
   double t = 0;  // seconds since the data started to move
   while (active_count > 0) {
-    fill_.solve(cap_, rate_);
+    fill_.solve(cap_);
     // The first completion: the least remaining / rate. The flows of a round share one rate, and
     // dividing by it keeps order, so its least remaining gives its least quotient exactly.
     double dt = std::numeric_limits<double>::infinity();
@@ -166,27 +164,32 @@ void CollectivePricer::price(int members, std::vector<rt::Duration>& done, std::
     // unequal sizes has a completion per flow, and solving after each would cost thousands of solves.
     // They free their share up to kFinishSlack of the elapsed time early.
     const double slack = kFinishSlack * t;
-    // Without a branch per flow (which flows finish is hard to predict): the kept ones are packed at the
-    // front of active_ and the finished ones listed in finished_, then handled.
-    const double* rate = rate_.data();
+    // Round by round, every flow still in the set (the rounds hold each once), at its round's rate. The
+    // finished ones are listed in finished_, with their rates, then handled. A few flows of hundreds end
+    // in a solve, so the branch is mostly predicted; listing without one would make each flow wait on
+    // the last one's test.
     int* finished = finished_.data();
-    std::size_t kept = 0;
+    double* finished_rate = finished_rate_.data();
     std::size_t finished_count = 0;
-    for (std::size_t k = 0; k < active_count; ++k) {
-      const int i = active[k];
-      const auto u = static_cast<std::size_t>(i);
-      const double rem = remaining[u] - rate[u] * dt;
-      remaining[u] = rem;
-      const std::size_t ends = rem <= done_below[u] || rem <= rate[u] * slack ? 1 : 0;
-      active[kept] = i;
-      kept += 1 - ends;
-      finished[finished_count] = i;
-      finished_count += ends;
+    for (std::size_t k = 0; k < fill_.rounds(); ++k) {
+      const double rate = fill_.round_rate(k);
+      const double moved = rate * dt;
+      const double close = rate * slack;
+      for (const int i : fill_.round_flows(k)) {
+        const auto u = static_cast<std::size_t>(i);
+        const double rem = remaining[u] - moved;
+        remaining[u] = rem;
+        if (rem <= done_below[u] || rem <= close) {
+          finished[finished_count] = i;
+          finished_rate[finished_count] = rate;
+          ++finished_count;
+        }
+      }
     }
     for (std::size_t k = 0; k < finished_count; ++k) {
       const auto u = static_cast<std::size_t>(finished[k]);
       const PlannedFlow& f = plan.flows[u];
-      const double left = remaining[u] > done_below[u] ? remaining[u] / rate[u] : 0;
+      const double left = remaining[u] > done_below[u] ? remaining[u] / finished_rate[k] : 0;
       for (int p = offset_[u]; p < offset_[u + 1]; ++p) {
         double& busy = busy_until_[static_cast<std::size_t>(path_[static_cast<std::size_t>(p)])];
         busy = std::max(busy, t + left);
@@ -198,7 +201,7 @@ void CollectivePricer::price(int members, std::vector<rt::Duration>& done, std::
       }
       fill_.remove(finished[k]);
     }
-    active_count = kept;
+    active_count -= finished_count;
   }
   sorted_busy();
 }

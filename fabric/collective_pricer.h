@@ -37,14 +37,15 @@ class CollectivePricer {
   std::vector<int> local_;      // per fabric channel: its index in the plan's channels; -1 (all) between loads
   std::vector<int> global_;     // per local channel: the fabric channel
   std::vector<int> channels_;   // global_, ascending
-  std::vector<int> offset_, path_, active_, finished_;
+  std::vector<int> offset_, path_, finished_;
   std::vector<double> cap_;
   std::vector<double> local_bytes_;    // per local channel: its wire bytes
   std::vector<double> channel_bytes_;  // the same per channel of channels_
   std::vector<int> channel_flows_;     // per channel of channels_: the flows crossing it
   std::vector<int> sorted_local_;      // per channel of channels_: its local index
   std::vector<double> busy_until_;     // per local channel: see price()'s channel_seconds
-  std::vector<double> rate_, remaining_, done_below_;  // by flow; done_below_: what counts as arrived
+  std::vector<double> remaining_, done_below_;  // by flow; done_below_: what counts as arrived
+  std::vector<double> finished_rate_;          // beside finished_: the rate each had
 };
 
 }  // namespace nvl::fabric

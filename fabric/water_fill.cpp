@@ -134,6 +134,11 @@ void WaterFill::compact() {
 }
 
 void WaterFill::solve(std::span<const double> capacity, std::vector<double>& rate) {
+  solve(capacity);
+  rate.assign(rate_.begin(), rate_.end());
+}
+
+void WaterFill::solve(std::span<const double> capacity) {
   // Removed flows are skipped in the channels' lists; once they are most of them, dropping them is cheaper.
   if (removed_crossings_ * 2 > listed_) compact();
   if (!resume(capacity)) {
@@ -142,7 +147,6 @@ void WaterFill::solve(std::span<const double> capacity, std::vector<double>& rat
   }
   first_touched_round_ = kNoRound;
   removed_since_.clear();
-  rate.assign(rate_.begin(), rate_.end());
 }
 
 void WaterFill::start(std::span<const double> capacity) {

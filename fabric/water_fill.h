@@ -37,6 +37,8 @@ class WaterFill {
     return {adj_.data() + adj_begin_[c], static_cast<std::size_t>(adj_end_[c] - adj_begin_[c])};
   }
   void solve(std::span<const double> capacity, std::vector<double>& rate);
+  // The same, its rates left in the rounds below (the collective pricer reads them there).
+  void solve(std::span<const double> capacity);
 
   // The last solve's rounds, in order: the flows of round k were fixed together at rate round_rate(k).
   std::size_t rounds() const { return round_rate_.size(); }
