@@ -176,13 +176,18 @@ void GraphLayout::sum_compute() {
   compute_ns_ = measured_ns_ = 0;
   for (const Segment& s : segments_) {
     std::pair<double, double> here{0, 0};
-    for (auto part : {kernels(s), beside(s)}) {
+    const auto add = [&here](std::span<const KernelCost> part) {
       for (const KernelCost& c : part) {
         const double ns = price_ns(c, RunShares{});
         here.first += ns;
         if (c.measured) here.second += ns;
       }
-    }
+    };
+    add(kernels(s));
+    // The segment's kernels at full rate, summed in order from zero as the compute engine sums a job's:
+    // its price when it runs alone, which the engine then need not work out again.
+    s.cache = PriceCache{RunShares{}, here.first};
+    add(beside(s));
     segment_ns.push_back(here);
     compute_ns_ += here.first;
     measured_ns_ += here.second;
