@@ -10,10 +10,10 @@
 namespace nvl::tools {
 
 void restart_with_heap_tunables(char** argv) {
-  constexpr const char* kRestartMark = "glibc.malloc.hugetlb";
   constexpr const char* kTunables[][2] = {{"glibc.malloc.hugetlb", "1"}, {"glibc.malloc.tcache_count", "1024"}};
+  // The first tunable marks a process that needs no restart: this one after it, or one the user set it for.
   const char* tunables = std::getenv("GLIBC_TUNABLES");
-  if (tunables != nullptr && std::strstr(tunables, kRestartMark) != nullptr) return;
+  if (tunables != nullptr && std::strstr(tunables, kTunables[0][0]) != nullptr) return;
   std::string value = tunables != nullptr ? tunables : "";
   for (const auto& [name, setting] : kTunables) {
     if (value.find(name) != std::string::npos) continue;  // the user's own setting stands

@@ -3,11 +3,11 @@
 // KVEventBatch, decoded here with msgpack-c; a router that places a prompt on the rank whose published
 // blocks match it longest finds its prefix cached there, and not on another rank.
 #include <chrono>
-#include <thread>
 #include <map>
 #include <mutex>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <boost/asio/ip/tcp.hpp>
