@@ -34,7 +34,8 @@ const Route& HostNetwork::route_between(hal::HostId from, hal::HostId to) {
   return *cached;
 }
 
-void HostNetwork::send(hal::Address from, hal::Address to, std::string payload, hal::SendDone done) {
+void HostNetwork::send(hal::Address from, hal::Address to, std::shared_ptr<const hal::Message> message,
+                       hal::SendDone done) {
   const int hosts = host_count();
   if (from.host < 0 || from.host >= hosts || to.host < 0 || to.host >= hosts) {
     throw std::out_of_range("network: send between hosts " + std::to_string(from.host) + " and " +
@@ -51,7 +52,7 @@ void HostNetwork::send(hal::Address from, hal::Address to, std::string payload, 
     }
     double narrowest = std::numeric_limits<double>::infinity();
     for (int c : r->channels) narrowest = std::min(narrowest, fabric_.flows().capacity(c));
-    latency += r->latency + rt::from_seconds(static_cast<double>(payload.size()) / narrowest);
+    latency += r->latency + rt::from_seconds(static_cast<double>(message->wire_bytes()) / narrowest);
   }
   std::uint32_t id;
   if (free_in_flight_.empty()) {
@@ -61,7 +62,7 @@ void HostNetwork::send(hal::Address from, hal::Address to, std::string payload, 
     id = free_in_flight_.back();
     free_in_flight_.pop_back();
   }
-  in_flight_[id] = InFlight{from, to, std::move(payload), std::move(done)};
+  in_flight_[id] = InFlight{from, to, std::move(message), std::move(done)};
   fabric_.runtime().call_after(latency, [this, id] { arrive(id); });
 }
 
@@ -78,7 +79,7 @@ void HostNetwork::arrive(std::uint32_t id) {
   ++delivered_;
   const hal::MessageHandler handler = it->second;  // the handler may unlisten itself
   if (m.done) m.done(nullptr);
-  handler(m.from, std::move(m.payload));
+  handler(m.from, *m.message);
 }
 
 }  // namespace nvl::fabric

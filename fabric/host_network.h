@@ -6,6 +6,7 @@
 // faults do stop them.
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -21,7 +22,8 @@ class HostNetwork final : public hal::Network {
 
   void listen(hal::Address at, hal::MessageHandler handler) override;
   void unlisten(hal::Address at) override;
-  void send(hal::Address from, hal::Address to, std::string payload, hal::SendDone done = {}) override;
+  void send(hal::Address from, hal::Address to, std::shared_ptr<const hal::Message> message,
+            hal::SendDone done = {}) override;
   int host_count() const override { return fabric_.topology().host_count(); }
 
   std::uint64_t delivered() const { return delivered_; }
@@ -33,7 +35,7 @@ class HostNetwork final : public hal::Network {
   struct InFlight {
     hal::Address from;
     hal::Address to;
-    std::string payload;
+    std::shared_ptr<const hal::Message> message;
     hal::SendDone done;
   };
 

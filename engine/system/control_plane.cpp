@@ -5,6 +5,14 @@
 
 namespace nvl::engine {
 
+class ControlPlane::BatchMessage final : public hal::Message {
+ public:
+  std::size_t wire_bytes() const override { return batch.ByteSizeLong(); }
+  std::string bytes() const override { return batch.SerializeAsString(); }
+
+  proto::ControlBatch batch;
+};
+
 namespace {
 // KV events of one rank, kind and tier queued back to back travel as one message (as SGLang and
 // Dynamo batch them): appends `msg`'s hashes to `last` when it can.
@@ -32,10 +40,15 @@ void ControlPlane::listen(hal::Address at, Handler handler) {
                            std::to_string(at.port));
   }
   if (network_ == nullptr) return;
-  network_->listen(at, [this, at](hal::Address, std::string payload) { receive(at, payload); });
+  network_->listen(at, [this, at](hal::Address, const hal::Message& message) { receive(at, message); });
 }
 
-void ControlPlane::receive(hal::Address at, const std::string& payload) {
+void ControlPlane::receive(hal::Address at, const hal::Message& message) {
+  // A batch of this process's: read where it lies (its sender reuses it only after the next flush).
+  if (const auto* local = dynamic_cast<const BatchMessage*>(&message)) {
+    for (const proto::ControlMessage& m : local->batch.messages()) deliver(at, m);
+    return;
+  }
   // A nested receive (not expected: delivery always comes from the loop) parses into a batch of its own.
   proto::ControlBatch nested;
   proto::ControlBatch& batch = receiving_ ? nested : incoming_;
@@ -45,7 +58,7 @@ void ControlPlane::receive(hal::Address at, const std::string& payload) {
     ~Receiving() { flag = was; }
   } receiving{receiving_, receiving_};
   receiving_ = true;
-  if (!batch.ParseFromString(payload)) {
+  if (!batch.ParseFromString(message.bytes())) {
     rt_.record("control", "malformed_batch", {{"host", at.host}, {"port", at.port}}, rt::Severity::error);
     return;
   }
@@ -63,11 +76,17 @@ void ControlPlane::deliver(hal::Address to, const proto::ControlMessage& msg) {
 
 std::uint32_t ControlPlane::take_batch() {
   if (free_batches_.empty()) {
-    batch_pool_.push_back(std::make_unique<proto::ControlBatch>());
+    batch_pool_.push_back(std::make_shared<BatchMessage>());
     return static_cast<std::uint32_t>(batch_pool_.size() - 1);
   }
   const std::uint32_t b = free_batches_.back();
   free_batches_.pop_back();
+  std::shared_ptr<BatchMessage>& slot = batch_pool_[b];
+  if (slot.use_count() > 1) {
+    slot = std::make_shared<BatchMessage>();  // still held where it went: not cleared under its reader
+  } else {
+    slot->batch.Clear();
+  }
   return b;
 }
 
@@ -83,7 +102,7 @@ void ControlPlane::send(hal::Address from, hal::Address to, proto::ControlMessag
     outbox_.push_back(Link{from, to, take_batch()});
     link = outbox_.rbegin();
   }
-  proto::ControlBatch& batch = *batch_pool_[link->batch];
+  proto::ControlBatch& batch = batch_pool_[link->batch]->batch;
   const int n = batch.messages_size();
   if (n > 0 && merge_kv_events(*batch.mutable_messages(n - 1), msg)) return;
   *batch.add_messages() = std::move(msg);
@@ -95,6 +114,9 @@ void ControlPlane::send(hal::Address from, hal::Address to, proto::ControlMessag
 
 void ControlPlane::flush() {
   flush_armed_ = false;
+  // Batches delivered before this turn: their receivers are done with them.
+  free_batches_.insert(free_batches_.end(), retired_batches_.begin(), retired_batches_.end());
+  retired_batches_.clear();
   std::vector<Link> outbox;
   outbox.swap(outbox_);
   // Links in (from, to) order: the order the network sees them in does not depend on who spoke first.
@@ -103,8 +125,7 @@ void ControlPlane::flush() {
   for (const Link& link : outbox) {
     ++batches_;
     const std::uint32_t b = link.batch;
-    network_->send(link.from, link.to, batch_pool_[b]->SerializeAsString(),
-                   [this, b](const hal::HalError* error) { sent(b, error); });
+    network_->send(link.from, link.to, batch_pool_[b], [this, b](const hal::HalError* error) { sent(b, error); });
   }
   // The emptied vector keeps its capacity for the next turn.
   outbox.clear();
@@ -113,10 +134,9 @@ void ControlPlane::flush() {
 
 void ControlPlane::sent(std::uint32_t b, const hal::HalError* error) {
   if (error != nullptr) {
-    for (const proto::ControlMessage& m : batch_pool_[b]->messages()) on_lost_(m, error->what());
+    for (const proto::ControlMessage& m : batch_pool_[b]->batch.messages()) on_lost_(m, error->what());
   }
-  batch_pool_[b]->Clear();
-  free_batches_.push_back(b);
+  retired_batches_.push_back(b);
 }
 
 }  // namespace nvl::engine

@@ -2,8 +2,9 @@
 // The control plane of the serving system: every message between the frontend, the router, the DP
 // ranks and the prefill worker is a protobuf of engine/proto/control.proto. With a host network, the
 // messages one endpoint sends another during one turn of the event loop cross it as one ControlBatch,
-// with the network's latency and faults; without one, each is handed to its receiver at once. The
-// engine code above it is the same either way.
+// with the network's latency (by its serialized size) and faults; the emulated network hands the batch
+// itself to the receiver rather than its bytes. Without a network, each message is handed to its
+// receiver at once. The engine code above it is the same either way.
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -44,10 +45,14 @@ class ControlPlane {
     std::uint32_t batch;
   };
 
+  // A batch as the network carries it.
+  class BatchMessage;
+
   void flush();
   void deliver(hal::Address to, const proto::ControlMessage& msg);
-  void receive(hal::Address at, const std::string& payload);
-  // A batch left the network (error null) or was lost; its slot is reused.
+  void receive(hal::Address at, const hal::Message& message);
+  // A batch left the network (error null) or was lost; its slot is reused from the next flush on (its
+  // receiver may be reading it until then).
   void sent(std::uint32_t batch, const hal::HalError* error);
   std::uint32_t take_batch();
 
@@ -56,11 +61,13 @@ class ControlPlane {
   LostHandler on_lost_;
   std::map<hal::Address, Handler> handlers_;
   std::vector<Link> outbox_;
-  // Batches being filled or on the wire (kept for the loss report), and the free ones. They are
-  // cleared and reused rather than freed, so their message objects are allocated once.
-  std::vector<std::unique_ptr<proto::ControlBatch>> batch_pool_;
+  // Batches being filled or on the wire (kept for the loss report), the free ones, and those sent since
+  // the last flush. They are cleared and reused rather than freed, so their message objects are
+  // allocated once; the network holds a batch it carries, so one still held is not reused.
+  std::vector<std::shared_ptr<BatchMessage>> batch_pool_;
   std::vector<std::uint32_t> free_batches_;
-  // Incoming batches are parsed into this one, reused like the outgoing ones.
+  std::vector<std::uint32_t> retired_batches_;
+  // Batches that arrive as bytes (from a transport that moves them) are parsed into this one.
   proto::ControlBatch incoming_;
   bool receiving_ = false;
   bool flush_armed_ = false;

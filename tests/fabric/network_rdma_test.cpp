@@ -1,4 +1,6 @@
+#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -11,6 +13,8 @@
 using namespace nvl;
 
 namespace network_rdma_test {
+std::shared_ptr<const hal::Message> bytes(std::string b) { return std::make_shared<hal::BytesMessage>(std::move(b)); }
+
 struct Rig {
   rt::VirtualRuntime rt;
   fabric::Fabric fab;
@@ -22,12 +26,12 @@ TEST(HostNetwork, DeliversAfterOverheadAndPathLatency) {
   fabric::HostNetwork net(r.fab);
   rt::Time got;
   std::string payload;
-  net.listen({5, 7}, [&](hal::Address from, std::string p) {
+  net.listen({5, 7}, [&](hal::Address from, const hal::Message& m) {
     EXPECT_EQ(from.host, 0);
     got = r.rt.now();
-    payload = std::move(p);
+    payload = m.bytes();
   });
-  net.send({0, 1}, {5, 7}, "hello");
+  net.send({0, 1}, {5, 7}, bytes("hello"));
   r.rt.run();
   EXPECT_EQ(payload, "hello");
   EXPECT_GT(got - rt::Time::zero(), r.fab.profile().message_overhead);
@@ -37,16 +41,16 @@ TEST(HostNetwork, DeliversAfterOverheadAndPathLatency) {
 TEST(HostNetwork, PartitionAndMissingListenerLoseTheMessage) {
   Rig r;
   fabric::HostNetwork net(r.fab);
-  net.listen({1, 0}, [](hal::Address, std::string) { FAIL() << "delivered across a partition"; });
+  net.listen({1, 0}, [](hal::Address, const hal::Message&) { FAIL() << "delivered across a partition"; });
   r.fab.partition({0}, {1});
   std::string err1, err2;
-  net.send({0, 0}, {1, 0}, "x", [&](const hal::HalError* e) { err1 = e ? e->what() : ""; });
-  net.send({0, 0}, {2, 9}, "x", [&](const hal::HalError* e) { err2 = e ? e->what() : ""; });
+  net.send({0, 0}, {1, 0}, bytes("x"), [&](const hal::HalError* e) { err1 = e ? e->what() : ""; });
+  net.send({0, 0}, {2, 9}, bytes("x"), [&](const hal::HalError* e) { err2 = e ? e->what() : ""; });
   r.rt.run();
   EXPECT_NE(err1.find("partition"), std::string::npos) << err1;
   EXPECT_NE(err2.find("no listener on host 2 port 9"), std::string::npos) << err2;
   EXPECT_EQ(net.lost(), 2u);
-  EXPECT_THROW(net.listen({1, 0}, [](hal::Address, std::string) {}), std::logic_error);
+  EXPECT_THROW(net.listen({1, 0}, [](hal::Address, const hal::Message&) {}), std::logic_error);
 }
 
 TEST(HostNetwork, APathCutThenRestoredLosesThenDeliversWithTheSameLatency) {
@@ -54,11 +58,11 @@ TEST(HostNetwork, APathCutThenRestoredLosesThenDeliversWithTheSameLatency) {
   fabric::HostNetwork net(r.fab);
   std::vector<rt::Duration> latencies;
   rt::Time sent_at;
-  net.listen({1, 0}, [&](hal::Address, std::string) { latencies.push_back(r.rt.now() - sent_at); });
+  net.listen({1, 0}, [&](hal::Address, const hal::Message&) { latencies.push_back(r.rt.now() - sent_at); });
   std::vector<std::string> errors;
   const auto send_now = [&] {
     sent_at = r.rt.now();
-    net.send({0, 0}, {1, 0}, std::string(64, 'x'), [&](const hal::HalError* e) {
+    net.send({0, 0}, {1, 0}, bytes(std::string(64, 'x')), [&](const hal::HalError* e) {
       if (e != nullptr) errors.emplace_back(e->what());
     });
     r.rt.run();
