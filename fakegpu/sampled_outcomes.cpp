@@ -1,6 +1,7 @@
 #include "fakegpu/sampled_outcomes.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <stdexcept>
 #include <string>
@@ -14,9 +15,7 @@ constexpr int kRedraws = 64;
 // Means from which a binomial is drawn from its normal approximation (the inversion would take as many
 // steps).
 constexpr double kNormalFromMean = 24;
-// The chosen experts are listed by a walk over every expert's count once they are at least this share
-// (1 / kWalkCountsFrom) of the experts.
-constexpr std::size_t kWalkCountsFrom = 8;
+constexpr std::size_t kWordBits = 64;
 }  // namespace
 
 SampledOutcomes::SampledOutcomes(rt::Rng& rng, std::shared_ptr<OutcomeModel> model)
@@ -32,27 +31,27 @@ void SampledOutcomes::route_tokens(std::int64_t tokens, std::int64_t top_k, std:
   if (tokens <= 0) return;
   const OutcomeModel::Popularity& p = model_->popularity(experts);
   counts_.resize(static_cast<std::size_t>(experts), 0);
+  chosen_.resize((static_cast<std::size_t>(experts) + kWordBits - 1) / kWordBits, 0);
   if (tokens * top_k <= 2 * experts) {
     draw_by_token(tokens, top_k, p);
   } else {
     draw_multinomial(tokens, top_k, p);
   }
-  // In expert order: where many experts were chosen, a walk over every count costs less than sorting them.
-  out.reserve(chosen_.size());
-  const auto emit = [&](std::int32_t e) {
-    auto& c = counts_[static_cast<std::size_t>(e)];
-    out.push_back(hal::RoutedExpert{e, c});
-    c = 0;
-  };
-  if (chosen_.size() * kWalkCountsFrom >= counts_.size()) {
-    for (std::size_t e = 0; e < counts_.size(); ++e) {
-      if (counts_[e] != 0) emit(static_cast<std::int32_t>(e));
+  // In expert order, from the chosen experts' bits: neither a sort of them nor a walk over every count.
+  for (std::size_t w = 0; w < chosen_.size(); ++w) {
+    for (std::uint64_t bits = chosen_[w]; bits != 0; bits &= bits - 1) {
+      const auto e = static_cast<std::int32_t>(w * kWordBits + static_cast<std::size_t>(std::countr_zero(bits)));
+      auto& c = counts_[static_cast<std::size_t>(e)];
+      out.push_back(hal::RoutedExpert{e, c});
+      c = 0;
     }
-  } else {
-    std::sort(chosen_.begin(), chosen_.end());
-    for (std::int32_t e : chosen_) emit(e);
+    chosen_[w] = 0;
   }
-  chosen_.clear();
+}
+
+void SampledOutcomes::choose(std::int32_t expert) {
+  const auto e = static_cast<std::size_t>(expert);
+  chosen_[e / kWordBits] |= std::uint64_t{1} << (e % kWordBits);
 }
 
 void SampledOutcomes::draw_by_token(std::int64_t tokens, std::int64_t top_k, const OutcomeModel::Popularity& p) {
@@ -65,7 +64,8 @@ void SampledOutcomes::draw_by_token(std::int64_t tokens, std::int64_t top_k, con
       for (int tries = 0; taken(e) && tries < kRedraws; ++tries) e = static_cast<std::int32_t>(p.table.draw(rng_));
       while (taken(e)) e = (e + 1) % experts;
       mine[static_cast<std::size_t>(k)] = e;
-      if (counts_[static_cast<std::size_t>(e)]++ == 0) chosen_.push_back(e);
+      ++counts_[static_cast<std::size_t>(e)];
+      choose(e);
     }
   }
 }
@@ -89,7 +89,7 @@ void SampledOutcomes::draw_multinomial(std::int64_t tokens, std::int64_t top_k, 
     left -= room;
   }
   for (std::size_t e = 0; e < experts; ++e) {
-    if (counts_[e] > 0) chosen_.push_back(static_cast<std::int32_t>(e));
+    if (counts_[e] > 0) choose(static_cast<std::int32_t>(e));
   }
 }
 

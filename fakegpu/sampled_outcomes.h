@@ -26,13 +26,15 @@ class SampledOutcomes final : public hal::StepOutcomes {
  private:
   void draw_by_token(std::int64_t tokens, std::int64_t top_k, const OutcomeModel::Popularity& p);
   void draw_multinomial(std::int64_t tokens, std::int64_t top_k, const OutcomeModel::Popularity& p);
+  // Marks the expert as having a count.
+  void choose(std::int32_t expert);
   // Binomial(n, p) from the stream: by inversion for small means, else the normal approximation.
   std::int64_t binomial(std::int64_t n, double p);
 
   rt::Rng& rng_;
   std::shared_ptr<OutcomeModel> model_;
   std::vector<std::int32_t> counts_;  // per expert, zero between calls
-  std::vector<std::int32_t> chosen_;  // the experts with a count, in the order first chosen
+  std::vector<std::uint64_t> chosen_;  // a bit per expert with a count, zero between calls
 };
 
 }  // namespace nvl::fakegpu

@@ -12,9 +12,9 @@ namespace {
 
 TEST(SampledOutcomes, EveryBatchSizeRoutesEachTokenToTopKDistinctExpertsListedAscending) {
   // Token by token (1 and 50 tokens: at most 400 pairs of 256 experts) and as one multinomial (200
-  // tokens); few experts listed (sorted) and most of them (read off the counts in order), skewed and
-  // not. One sampler serves them in turn, as a GPU's does step after step: a count left behind by one
-  // call would show in the next one's sums.
+  // tokens); few experts chosen and most of them, skewed and not. One sampler serves them in turn, as a
+  // GPU's does step after step: a count or a chosen expert left behind by one call would show in the
+  // next one's list.
   rt::VirtualRuntime rt;
   for (const double skew : {0.0, 1.2}) {
     SampledOutcomes outcomes(rt.rng("gpu0"), std::make_shared<OutcomeModel>(rt, "pool", OutcomeSettings{.expert_skew = skew}));
