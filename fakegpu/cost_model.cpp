@@ -63,6 +63,7 @@ KernelCost CostModel::cost(const hal::KernelDesc& k, rt::Duration overhead) cons
   out.compute_ns = k.flops > 0 ? (static_cast<double>(k.flops) + c.half_flops) * c.ns_per_flop : 0.0;
   out.memory_ns = k.bytes > 0 ? (static_cast<double>(k.bytes) + m.half_bytes) * m.ns_per_byte : 0.0;
   out.overhead_ns = static_cast<double>(overhead.ns());
+  out.kind = k.kind;
   if (const auto measured = measured_ns(k)) {
     const double roofline = std::max(out.compute_ns, out.memory_ns);
     if (roofline > 0) {

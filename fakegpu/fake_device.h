@@ -24,6 +24,7 @@
 #include "fakegpu/fake_stream.h"
 #include "fakegpu/op_span.h"
 #include "fakegpu/outcome_model.h"
+#include "fakegpu/priced_time.h"
 #include "fakegpu/sampled_outcomes.h"
 #include "fakegpu/transfer_path.h"
 
@@ -80,16 +81,10 @@ class FakeDevice final : public hal::Device {
   void set_fast_forward(bool on) { fast_forward_ = on; }
   // Kernels priced from now on: CostModel::use_measured_kernels (before any is priced: prices are kept).
   void use_measured_kernels(const MeasuredKernels& tables) { cost_.use_measured_kernels(tables); }
-  // Kernel time launched so far, as priced alone at nominal clock, and the part of it from measured tables.
-  struct PricedTime {
-    double ns = 0;
-    double measured_ns = 0;
-  };
+  // Kernel time launched so far, as priced alone at nominal clock, by kind.
   const PricedTime& priced_time() const { return priced_; }
-  void count_priced(double ns, double measured_ns) {
-    priced_.ns += ns;
-    priced_.measured_ns += measured_ns;
-  }
+  void count_priced(const PricedTime& launched) { priced_.add(launched); }
+  void count_priced(const KernelCost& kernel, double ns) { priced_.add(kernel, ns); }
 
   // For the device's streams.
   rt::Runtime& runtime() const { return rt_; }

@@ -33,7 +33,7 @@ void FakeStream::launch(const hal::KernelDesc& kernel) {
   op.cost = device_.cost_model().cost(kernel, device_.profile().kernel_launch);
   op.name = kernel.name;
   const double ns = price_ns(op.cost, RunShares{});
-  device_.count_priced(ns, op.cost.measured ? ns : 0);
+  device_.count_priced(op.cost, ns);
   enqueue(std::move(op));
 }
 
@@ -48,7 +48,7 @@ void FakeStream::launch(std::shared_ptr<const hal::GraphExec> graph) {
   Op op;
   op.kind = OpKind::graph;
   op.graph = exec->layout();
-  device_.count_priced(op.graph->compute_ns(), op.graph->measured_ns());
+  device_.count_priced(op.graph->priced());
   enqueue(std::move(op));
 }
 

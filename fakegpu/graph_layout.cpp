@@ -51,7 +51,7 @@ void GraphLayout::assign(const hal::Graph& graph, const CostModel& model, const 
   costs_.reserve(costs);
   calls_.reserve(calls);
   segments_.emplace_back();
-  costs_.push_back(KernelCost{0, 0, static_cast<double>(profile.graph_launch.ns())});
+  costs_.push_back(KernelCost{0, 0, static_cast<double>(profile.graph_launch.ns()), false, std::nullopt});
   if (keep_names_) names_.push_back("graph launch");
   const Pricing pricing{model, profile, lists, fast_forward};
   for (const hal::GraphNode& node : graph.nodes()) append(node, pricing);
@@ -170,36 +170,41 @@ void GraphLayout::append_repeat(const hal::RepeatNode& repeat, const Pricing& pr
 }
 
 void GraphLayout::sum_compute() {
-  // Per segment: all of its kernels' time, and the measured ones'.
-  std::vector<std::pair<double, double>>& segment_ns = segment_ns_;
+  // How many times each segment's kernels run: once, and again in each waited period that repeats it.
+  std::vector<double>& runs = segment_runs_;
+  runs.assign(segments_.size(), 1.0);
+  for (std::size_t i = 0; i < segments_.size(); ++i) {
+    const Segment& s = segments_[i];
+    if (s.tail_iterations == 0) continue;
+    for (std::size_t j = s.period_from + 1; j <= i; ++j) runs[j] += static_cast<double>(s.tail_iterations);
+  }
+  // Per segment: all of its kernels' time; by kind, times its runs.
+  std::vector<double>& segment_ns = segment_ns_;
   segment_ns.clear();
-  compute_ns_ = measured_ns_ = 0;
-  for (const Segment& s : segments_) {
-    std::pair<double, double> here{0, 0};
-    const auto add = [&here](std::span<const KernelCost> part) {
+  compute_ns_ = 0;
+  priced_ = PricedTime{};
+  for (std::size_t i = 0; i < segments_.size(); ++i) {
+    const Segment& s = segments_[i];
+    double here = 0;
+    const auto add = [&here, this, times = runs[i]](std::span<const KernelCost> part) {
       for (const KernelCost& c : part) {
         const double ns = price_ns(c, RunShares{});
-        here.first += ns;
-        if (c.measured) here.second += ns;
+        here += ns;
+        priced_.add(c, times * ns);
       }
     };
     add(kernels(s));
     // The segment's kernels at full rate, summed in order from zero as the compute engine sums a job's:
     // its price when it runs alone, which the engine then need not work out again.
-    s.cache = PriceCache{RunShares{}, here.first};
+    s.cache = PriceCache{RunShares{}, here};
     add(beside(s));
     segment_ns.push_back(here);
-    compute_ns_ += here.first;
-    measured_ns_ += here.second;
+    compute_ns_ += here;
     if (s.tail_iterations > 0) {
       // The waited periods repeat the kernels of the segments after the period's start up to this one.
-      std::pair<double, double> period{0, 0};
-      for (std::size_t i = s.period_from + 1; i < segment_ns.size(); ++i) {
-        period.first += segment_ns[i].first;
-        period.second += segment_ns[i].second;
-      }
-      compute_ns_ += static_cast<double>(s.tail_iterations) * period.first;
-      measured_ns_ += static_cast<double>(s.tail_iterations) * period.second;
+      double period = 0;
+      for (std::size_t j = s.period_from + 1; j < segment_ns.size(); ++j) period += segment_ns[j];
+      compute_ns_ += static_cast<double>(s.tail_iterations) * period;
     }
   }
 }

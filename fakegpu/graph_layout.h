@@ -20,6 +20,7 @@
 #include "fakegpu/compute_engine.h"
 #include "fakegpu/cost_model.h"
 #include "fakegpu/kernel_list_costs.h"
+#include "fakegpu/priced_time.h"
 
 namespace nvl::fakegpu {
 
@@ -67,11 +68,10 @@ class GraphLayout {
   std::span<const KernelCost> beside(const Segment& s) const {
     return std::span<const KernelCost>(costs_).subspan(s.end_kernel, s.beside_end - s.end_kernel);
   }
-  // Alone on the device at nominal clock, collectives excluded (the kernels beside them included);
-  // and how much of that is the time of kernels priced from measured tables.
+  // Alone on the device at nominal clock, collectives excluded (the kernels beside them included); and
+  // the same time by kernel kind, with how much of each is priced from measured tables.
   rt::Duration compute_time() const { return rt::Duration::nanoseconds(std::llround(compute_ns_)); }
-  double compute_ns() const { return compute_ns_; }
-  double measured_ns() const { return measured_ns_; }
+  const PricedTime& priced() const { return priced_; }
 
  private:
   // What assign() prices with.
@@ -93,7 +93,7 @@ class GraphLayout {
   // (priced from `first_cost` on) and its calls are the first one's (kept from `first_call` on), so
   // they are copied rather than priced or kept again.
   void append_iteration(const hal::Graph& body, std::size_t first_cost, std::size_t first_call);
-  // Sets compute_ns_ and measured_ns_ from the laid-out segments.
+  // Sets compute_ns_ and priced_ from the laid-out segments.
   void sum_compute();
 
   std::string name_;
@@ -112,8 +112,9 @@ class GraphLayout {
   std::vector<hal::CollectiveCall> calls_;
   std::size_t calls_kept_ = 0;
   double compute_ns_ = 0;
-  double measured_ns_ = 0;
-  std::vector<std::pair<double, double>> segment_ns_;  // sum_compute's, kept for its room
+  PricedTime priced_;
+  std::vector<double> segment_runs_;  // sum_compute's, kept for their room
+  std::vector<double> segment_ns_;
 };
 
 }  // namespace nvl::fakegpu

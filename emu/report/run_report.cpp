@@ -1,7 +1,12 @@
 #include "emu/report/run_report.h"
 
 #include <algorithm>
+#include <functional>
 #include <iomanip>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -21,6 +26,25 @@ nlohmann::json latency_json(const LatencySummaryMs& l) {
 void latency_row(std::ostream& os, const char* name, const LatencySummaryMs& l) {
   os << "  " << std::left << std::setw(6) << name << std::right << std::fixed << std::setprecision(2) << std::setw(12)
      << l.mean << std::setw(12) << l.p50 << std::setw(12) << l.p90 << std::setw(12) << l.p99 << '\n';
+}
+
+// With some time from measured tables: which kinds the roofline priced, the largest first, each as a share
+// of all kernel time (those under 0.1% left out): where a table is missing.
+std::string roofline_kinds(const RunReport& r) {
+  if (r.measured_kernel_gpu_s <= 0) return {};
+  std::vector<std::pair<double, std::string>> kinds;
+  for (const auto& [kind, t] : r.kernel_time_by_kind) {
+    const double share = (t.gpu_s - t.measured_gpu_s) / r.kernel_gpu_s;
+    if (share >= 0.001) kinds.emplace_back(share, kind);
+  }
+  std::sort(kinds.begin(), kinds.end(), std::greater<>());
+  std::ostringstream os;
+  os << std::fixed << std::setprecision(1);
+  for (std::size_t i = 0; i < kinds.size(); ++i) {
+    os << (i == 0 ? " (" : ", ") << kinds[i].second << ' ' << kPercent * kinds[i].first << '%';
+  }
+  if (!kinds.empty()) os << ')';
+  return os.str();
 }
 
 }  // namespace
@@ -74,10 +98,15 @@ nlohmann::json to_json(const RunReport& r) {
                   {"peak_channel_utilisation", u.peak_channel}};
   }
   j["links"] = links;
+  nlohmann::json by_kind = nlohmann::json::object();
+  for (const auto& [kind, t] : r.kernel_time_by_kind) {
+    by_kind[kind] = {{"gpu_s", t.gpu_s}, {"measured_gpu_s", t.measured_gpu_s}};
+  }
   j["kernels"] = {{"library", r.kernel_library},
                   {"gpu_s", r.kernel_gpu_s},
                   {"measured_gpu_s", r.measured_kernel_gpu_s},
-                  {"measured_share", r.measured_kernel_share()}};
+                  {"measured_share", r.measured_kernel_share()},
+                  {"by_kind", by_kind}};
   nlohmann::json checks = nlohmann::json::object();
   for (const auto& c : r.checks) checks[c.name] = {{"status", c.result.status()}, {"pass", c.result.pass}, {"detail", c.result.detail}};
   j["checks"] = checks;
@@ -138,7 +167,7 @@ void print_summary(std::ostream& os, const RunReport& r) {
      << " bytes; Grace over C2C: loaded " << r.kv_hits.grace_load_bytes << " bytes, offloaded "
      << r.kv_hits.grace_offload_bytes << " bytes\n";
   os << "kernels: " << r.kernel_library << ", " << kPercent * r.measured_kernel_share()
-     << "% of GPU kernel time priced from measured tables, the rest from the roofline\n";
+     << "% of GPU kernel time priced from measured tables, the rest from the roofline" << roofline_kinds(r) << '\n';
   os << "links (mean / peak utilisation):";
   for (const auto& [cls, u] : r.links) os << ' ' << cls << ' ' << kPercent * u.mean << "% / " << kPercent * u.peak << '%';
   os << "\nchecks:";

@@ -78,10 +78,16 @@ struct RunReport {
   KvHits kv_hits;
   std::map<std::string, LinkUse> links;  // by link class
   // How kernels were priced (cluster.kernel_library), and the GPU time launched: all of it, and the part
-  // priced from measured tables (the rest from the roofline). Each kernel alone at nominal clock.
+  // priced from measured tables (the rest from the roofline); both also by kernel kind (hal::KernelKind's
+  // names, and graph_launch for the graph launches' own overhead). Each kernel alone at nominal clock.
+  struct KernelTime {
+    double gpu_s = 0;
+    double measured_gpu_s = 0;
+  };
   std::string kernel_library = "roofline";
   double kernel_gpu_s = 0;
   double measured_kernel_gpu_s = 0;
+  std::map<std::string, KernelTime> kernel_time_by_kind;
   double measured_kernel_share() const { return kernel_gpu_s > 0 ? measured_kernel_gpu_s / kernel_gpu_s : 0; }
   std::vector<NamedCheck> checks;
   Timeline timeline;

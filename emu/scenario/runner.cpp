@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <numeric>
 #include <optional>
@@ -88,6 +89,22 @@ ArrivalOptions arrival_options(const Scenario& sc) {
   a.burst_at_s = sc.workload.burst_at_s;
   a.burst_within_s = sc.workload.burst_within_s;
   return a;
+}
+
+// The kernel time every device launched, by kind (RunReport::kernel_time_by_kind), in seconds.
+std::map<std::string, RunReport::KernelTime> kernel_time_by_kind(fakegpu::GpuFleet& fleet) {
+  fakegpu::PricedTime all;
+  for (int i = 0; i < fleet.size(); ++i) all.add(fleet.device(i).priced_time());
+  std::map<std::string, RunReport::KernelTime> out;
+  for (std::size_t k = 0; k < fakegpu::PricedTime::kParts; ++k) {
+    const fakegpu::PricedTime::Part p = all.part(k);
+    if (p.ns <= 0) continue;
+    const std::string name = k == fakegpu::PricedTime::kGraphLaunch
+                                 ? "graph_launch"
+                                 : std::string(hal::to_string(static_cast<hal::KernelKind>(k)));
+    out[name] = {p.ns * 1e-9, p.measured_ns * 1e-9};
+  }
+  return out;
 }
 
 // What each pool instance did, in the pools' order (the system numbers its instances the same way).
@@ -405,10 +422,10 @@ RunReport run_once(const Scenario& sc, const RunControls& controls, std::vector<
   r.dp_imbalance = sampler->dp_imbalance();
   r.links = sampler->link_use();
   r.kernel_library = sc.cluster.kernel_library;
-  for (int i = 0; i < deployment.cluster().fleet().size(); ++i) {
-    const auto& priced = deployment.cluster().fleet().device(i).priced_time();
-    r.kernel_gpu_s += priced.ns * 1e-9;
-    r.measured_kernel_gpu_s += priced.measured_ns * 1e-9;
+  r.kernel_time_by_kind = kernel_time_by_kind(deployment.cluster().fleet());
+  for (const auto& [kind, t] : r.kernel_time_by_kind) {
+    r.kernel_gpu_s += t.gpu_s;
+    r.measured_kernel_gpu_s += t.measured_gpu_s;
   }
 
   RunEnd end;

@@ -1,5 +1,6 @@
 // Graph launches: one event per segment between collectives, priced as the sum of the kernels with a
 // per-graph launch overhead; collectives hand over to the group and wait for its slowest member.
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -120,11 +121,15 @@ TEST(Graph, CollectivesWaitForTheSlowestMember) {
 }
 
 // Two ranks run `layers` MoE-like layers (the second rank twice as slow in attention), either unrolled
-// or as a repeated body; returns when each rank finished and how many events the run took.
+// or as a repeated body; returns when each rank finished, how many events the run took, and each rank's
+// kernel time by kind, with each kind's kernel priced alone (graph-node overhead included).
 struct LayeredRun {
   std::vector<rt::Time> done;
   std::uint64_t events = 0;
   std::size_t arrivals = 0;
+  std::vector<PricedTime> priced;
+  std::map<KernelKind, double> kernel_ns;
+  double graph_launch_ns = 0;
 };
 
 LayeredRun run_layers(int layers, bool repeated) {
@@ -167,6 +172,14 @@ LayeredRun run_layers(int layers, bool repeated) {
   rig.rt.run();
   out.events = rig.rt.stats().events;
   out.arrivals = group->arrivals.size();
+  for (int rank = 0; rank < 2; ++rank) out.priced.push_back(rig.gpu(rank).priced_time());
+  const auto& p = rig.fleet->profile();
+  for (const auto& k : {attn, experts, kernel(KernelKind::elementwise, DType::bf16, 0, 10'000'000, "residual"),
+                        kernel(KernelKind::gemm, DType::fp8, 3'000'000'000, 10'000'000, "embed"),
+                        kernel(KernelKind::sampler, DType::fp32, 1'000'000, 1'000'000, "sample")}) {
+    out.kernel_ns[k.kind] = price_ns(rig.gpu().cost_model().cost(k, p.graph_node), {});
+  }
+  out.graph_launch_ns = static_cast<double>(p.graph_launch.ns());
   return out;
 }
 
@@ -180,6 +193,28 @@ TEST(Graph, ARepeatedBodyEndsWhenReplayingItWould) {
   EXPECT_EQ(unrolled.arrivals, 2u * 2 * 75);
   EXPECT_EQ(repeated.arrivals, 2u * 2 * 2) << "two iterations run exactly, the rest is extrapolated";
   EXPECT_LT(repeated.events * 10, unrolled.events);
+}
+
+// The device counts a graph's kernel time by kind (the run's report shows it); a repeated body's
+// fast-forwarded iterations count as the replayed ones do.
+TEST(Graph, KernelTimeIsCountedByKindWithEveryIterationOfARepeatedBody) {
+  const LayeredRun unrolled = run_layers(75, false);
+  const LayeredRun repeated = run_layers(75, true);
+  for (int rank = 0; rank < 2; ++rank) {
+    const PricedTime& priced = repeated.priced[static_cast<std::size_t>(rank)];
+    const auto part = [&](KernelKind k) { return priced.part(static_cast<std::size_t>(k)).ns; };
+    const double attn_layers = rank == 0 ? 75 : 150;  // rank 1 runs its attention twice a layer
+    EXPECT_NEAR(part(KernelKind::attn_decode), attn_layers * repeated.kernel_ns.at(KernelKind::attn_decode), 1.0);
+    EXPECT_NEAR(part(KernelKind::moe_gemm), 75 * repeated.kernel_ns.at(KernelKind::moe_gemm), 1.0);
+    EXPECT_NEAR(part(KernelKind::elementwise), 75 * repeated.kernel_ns.at(KernelKind::elementwise), 1.0);
+    EXPECT_NEAR(part(KernelKind::gemm), repeated.kernel_ns.at(KernelKind::gemm), 1e-6);
+    EXPECT_NEAR(part(KernelKind::sampler), repeated.kernel_ns.at(KernelKind::sampler), 1e-6);
+    EXPECT_EQ(priced.part(PricedTime::kGraphLaunch).ns, repeated.graph_launch_ns);
+    for (std::size_t k = 0; k < PricedTime::kParts; ++k) {
+      EXPECT_NEAR(priced.part(k).ns, unrolled.priced[static_cast<std::size_t>(rank)].part(k).ns, 1.0) << k;
+      EXPECT_EQ(priced.part(k).measured_ns, 0) << "gb300 prices on the roofline unless a kernel library is chosen";
+    }
+  }
 }
 
 // With a detail observer a launch is told part by part: its kernels (each its share of its segment by

@@ -23,6 +23,10 @@
 #   The share of GPU time priced from the tables: under SGLang every GEMM, the MLA decode attention blocks,
 #   the experts and the prefill pool's MLA blocks: all of a step but its norms, activations and sampler,
 #   0.9 .. 1.
+#   By kind (kernels.by_kind): under SGLang the GEMMs, the experts and the decode attention all from tables,
+#   the norms and activations (elementwise), the sampler and the graph launches' own overhead all from the
+#   roofline; under TensorRT-LLM the decode pool's experts behind DeepEP from the roofline, so most of the
+#   moe_gemm time (the prefill pool's fused MoE has a table). The kinds add up to the whole.
 set -u
 exe=$1 dir=$2
 source "$(dirname "$0")/effect_checks.sh"
@@ -32,6 +36,14 @@ run sglang small-pd --set cluster.kernel_library=sglang || exit 1
 run trtllm small-pd --set cluster.kernel_library=trtllm || exit 1
 check "roofline: share priced from tables" "$(get roofline kernels.measured_share)" 0 0
 check "sglang: share priced from tables" "$(get sglang kernels.measured_share)" 0.9 1
+share() { ratio "$(get "$1" "kernels.by_kind.$2.measured_gpu_s")" "$(get "$1" "kernels.by_kind.$2.gpu_s")"; }
+for kind in gemm moe_gemm attn_decode; do check "sglang: $kind share priced from tables" "$(share sglang $kind)" 0.999 1; done
+for kind in elementwise sampler graph_launch; do check "sglang: $kind share priced from tables" "$(share sglang $kind)" 0 0; done
+check "trtllm: moe_gemm share priced from tables" "$(share trtllm moe_gemm)" 0 0.5
+kinds_sum=$(python3 -c 'import json,sys
+k=json.load(open(sys.argv[1]))["kernels"]
+print(sum(v["gpu_s"] for v in k["by_kind"].values()) / k["gpu_s"])' "$out/sglang/report.json")
+check "sglang: the kinds' GPU time over the whole" "$kinds_sum" 0.999999 1.000001
 rise_sglang=$(python3 -c "print($(get sglang latency_ms.tpot.p50) - $(get roofline latency_ms.tpot.p50))")
 rise_trtllm=$(python3 -c "print($(get trtllm latency_ms.tpot.p50) - $(get roofline latency_ms.tpot.p50))")
 check "sglang: TPOT p50 rise (ms)" "$rise_sglang" 9 14.5
