@@ -36,6 +36,11 @@ check 2 "expected 0 < min <= max" "collective-test with sizes out of order exits
 check 2 "step-factor: expected at least 2" "collective-test with step factor 1 exits 2" \
   collective-test all_gather --step-factor 1
 check 2 "no-such-rack" "collective-test on an unknown profile exits 2" collective-test all_gather --cluster no-such-rack
+# The default scenario prices its kernels from SGLang's measured GB300 tables (fakegpu/profiles/gb300.json), not
+# the roofline: most GPU time falls on table shapes (GLM-5's own MoE, GEMM and DSA shapes are measured).
+check 0 "kernels: sglang, [5-9][0-9]\.[0-9]% of GPU kernel time priced from measured tables" \
+  "the default scenario is priced from measured tables" \
+  run "$scenarios/nvl72-glm5-codex.json" --set run.max_sim_seconds=20 --out "$tmp/default"
 # run: input that once escaped as an internal error (exit 3), or was found only after the run, exits 2
 # naming the key, line or path, before any work.
 small=$scenarios/ci/small-pd.json
