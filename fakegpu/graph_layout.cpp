@@ -170,7 +170,8 @@ void GraphLayout::append_repeat(const hal::RepeatNode& repeat, const Pricing& pr
 }
 
 void GraphLayout::sum_compute() {
-  // How many times each segment's kernels run: once, and again in each waited period that repeats it.
+  // How many times each segment's kernels run: once, and again in each waited period that repeats it (the
+  // segments after the period's start up to the one that waits).
   std::vector<double>& runs = segment_runs_;
   runs.assign(segments_.size(), 1.0);
   for (std::size_t i = 0; i < segments_.size(); ++i) {
@@ -178,9 +179,7 @@ void GraphLayout::sum_compute() {
     if (s.tail_iterations == 0) continue;
     for (std::size_t j = s.period_from + 1; j <= i; ++j) runs[j] += static_cast<double>(s.tail_iterations);
   }
-  // Per segment: all of its kernels' time; by kind, times its runs.
-  std::vector<double>& segment_ns = segment_ns_;
-  segment_ns.clear();
+  // Per segment: all of its kernels' time, times its runs, in all and by kind.
   compute_ns_ = 0;
   priced_ = PricedTime{};
   for (std::size_t i = 0; i < segments_.size(); ++i) {
@@ -198,14 +197,7 @@ void GraphLayout::sum_compute() {
     // its price when it runs alone, which the engine then need not work out again.
     s.cache = PriceCache{RunShares{}, here};
     add(beside(s));
-    segment_ns.push_back(here);
-    compute_ns_ += here;
-    if (s.tail_iterations > 0) {
-      // The waited periods repeat the kernels of the segments after the period's start up to this one.
-      double period = 0;
-      for (std::size_t j = s.period_from + 1; j < segment_ns.size(); ++j) period += segment_ns[j];
-      compute_ns_ += static_cast<double>(s.tail_iterations) * period;
-    }
+    compute_ns_ += runs[i] * here;
   }
 }
 

@@ -113,8 +113,7 @@ class GraphLayout {
   std::size_t calls_kept_ = 0;
   double compute_ns_ = 0;
   PricedTime priced_;
-  std::vector<double> segment_runs_;  // sum_compute's, kept for their room
-  std::vector<double> segment_ns_;
+  std::vector<double> segment_runs_;  // sum_compute's, kept for its room
 };
 
 }  // namespace nvl::fakegpu

@@ -31,10 +31,11 @@ void latency_row(std::ostream& os, const char* name, const LatencySummaryMs& l) 
 // With some time from measured tables: which kinds the roofline priced, the largest first, each as a share
 // of all kernel time (those under 0.1% left out): where a table is missing.
 std::string roofline_kinds(const RunReport& r) {
-  if (r.measured_kernel_gpu_s <= 0) return {};
+  const RunReport::KernelTime all = r.kernel_time();
+  if (all.measured_gpu_s <= 0) return {};
   std::vector<std::pair<double, std::string>> kinds;
   for (const auto& [kind, t] : r.kernel_time_by_kind) {
-    const double share = (t.gpu_s - t.measured_gpu_s) / r.kernel_gpu_s;
+    const double share = (t.gpu_s - t.measured_gpu_s) / all.gpu_s;
     if (share >= 0.001) kinds.emplace_back(share, kind);
   }
   std::sort(kinds.begin(), kinds.end(), std::greater<>());
@@ -48,6 +49,20 @@ std::string roofline_kinds(const RunReport& r) {
 }
 
 }  // namespace
+
+RunReport::KernelTime RunReport::kernel_time() const {
+  KernelTime all;
+  for (const auto& [kind, t] : kernel_time_by_kind) {
+    all.gpu_s += t.gpu_s;
+    all.measured_gpu_s += t.measured_gpu_s;
+  }
+  return all;
+}
+
+double RunReport::measured_kernel_share() const {
+  const KernelTime all = kernel_time();
+  return all.gpu_s > 0 ? all.measured_gpu_s / all.gpu_s : 0;
+}
 
 bool RunReport::checks_pass() const {
   return std::all_of(checks.begin(), checks.end(), [](const NamedCheck& c) { return c.result.pass; });
@@ -102,9 +117,10 @@ nlohmann::json to_json(const RunReport& r) {
   for (const auto& [kind, t] : r.kernel_time_by_kind) {
     by_kind[kind] = {{"gpu_s", t.gpu_s}, {"measured_gpu_s", t.measured_gpu_s}};
   }
+  const RunReport::KernelTime kernel_time = r.kernel_time();
   j["kernels"] = {{"library", r.kernel_library},
-                  {"gpu_s", r.kernel_gpu_s},
-                  {"measured_gpu_s", r.measured_kernel_gpu_s},
+                  {"gpu_s", kernel_time.gpu_s},
+                  {"measured_gpu_s", kernel_time.measured_gpu_s},
                   {"measured_share", r.measured_kernel_share()},
                   {"by_kind", by_kind}};
   nlohmann::json checks = nlohmann::json::object();

@@ -85,10 +85,9 @@ struct RunReport {
     double measured_gpu_s = 0;
   };
   std::string kernel_library = "roofline";
-  double kernel_gpu_s = 0;
-  double measured_kernel_gpu_s = 0;
   std::map<std::string, KernelTime> kernel_time_by_kind;
-  double measured_kernel_share() const { return kernel_gpu_s > 0 ? measured_kernel_gpu_s / kernel_gpu_s : 0; }
+  KernelTime kernel_time() const;  // every kind's
+  double measured_kernel_share() const;
   std::vector<NamedCheck> checks;
   Timeline timeline;
   nlohmann::json faults = nlohmann::json::array();  // the fault timeline (emu/faults/fault_timeline.h)

@@ -423,10 +423,6 @@ RunReport run_once(const Scenario& sc, const RunControls& controls, std::vector<
   r.links = sampler->link_use();
   r.kernel_library = sc.cluster.kernel_library;
   r.kernel_time_by_kind = kernel_time_by_kind(deployment.cluster().fleet());
-  for (const auto& [kind, t] : r.kernel_time_by_kind) {
-    r.kernel_gpu_s += t.gpu_s;
-    r.measured_kernel_gpu_s += t.measured_gpu_s;
-  }
 
   RunEnd end;
   end.quiescent = quiescent;

@@ -137,6 +137,9 @@ LayeredRun run_layers(int layers, bool repeated) {
   auto group = std::make_shared<FixedLatencyGroup>(rig.rt, "ep", std::vector<hal::DeviceId>{0, 1}, rt::us(20));
   const auto attn = kernel(KernelKind::attn_decode, DType::bf16, 1'000'000'000, 100'000'000, "attn");
   const auto experts = kernel(KernelKind::moe_gemm, DType::fp8, 4'000'000'000, 50'000'000, "experts");
+  const auto residual = kernel(KernelKind::elementwise, DType::bf16, 0, 10'000'000, "residual");
+  const auto embed = kernel(KernelKind::gemm, DType::fp8, 3'000'000'000, 10'000'000, "embed");
+  const auto sample = kernel(KernelKind::sampler, DType::fp32, 1'000'000, 1'000'000, "sample");
   LayeredRun out;
   out.done.resize(2);
   std::vector<hal::Stream*> streams;
@@ -147,9 +150,9 @@ LayeredRun run_layers(int layers, bool repeated) {
     layer.add(hal::CollectiveCall{group, rank, op(hal::CollectiveKind::all_to_all, "dispatch")});
     layer.add(experts);
     layer.add(hal::CollectiveCall{group, rank, op(hal::CollectiveKind::all_to_all, "combine")});
-    layer.add(kernel(KernelKind::elementwise, DType::bf16, 0, 10'000'000, "residual"));
+    layer.add(residual);
     hal::Graph step("step");
-    step.add(kernel(KernelKind::gemm, DType::fp8, 3'000'000'000, 10'000'000, "embed"));
+    step.add(embed);
     if (repeated) {
       step.add_repeat(layer, static_cast<std::size_t>(layers));
     } else {
@@ -160,7 +163,7 @@ LayeredRun run_layers(int layers, bool repeated) {
         }
       }
     }
-    step.add(kernel(KernelKind::sampler, DType::fp32, 1'000'000, 1'000'000, "sample"));
+    step.add(sample);
     EXPECT_EQ(step.collective_count(), static_cast<std::size_t>(2 * layers));
     hal::Stream& s = rig.gpu(rank).create_stream("step");
     s.launch(rig.gpu(rank).instantiate(step));
@@ -174,9 +177,7 @@ LayeredRun run_layers(int layers, bool repeated) {
   out.arrivals = group->arrivals.size();
   for (int rank = 0; rank < 2; ++rank) out.priced.push_back(rig.gpu(rank).priced_time());
   const auto& p = rig.fleet->profile();
-  for (const auto& k : {attn, experts, kernel(KernelKind::elementwise, DType::bf16, 0, 10'000'000, "residual"),
-                        kernel(KernelKind::gemm, DType::fp8, 3'000'000'000, 10'000'000, "embed"),
-                        kernel(KernelKind::sampler, DType::fp32, 1'000'000, 1'000'000, "sample")}) {
+  for (const auto& k : {attn, experts, residual, embed, sample}) {
     out.kernel_ns[k.kind] = price_ns(rig.gpu().cost_model().cost(k, p.graph_node), {});
   }
   out.graph_launch_ns = static_cast<double>(p.graph_launch.ns());
