@@ -14,7 +14,6 @@ namespace nvl::fakegpu {
 namespace {
 
 constexpr double kMaxOctaves = 2;
-constexpr std::size_t kNearestSites = 4;
 
 }  // namespace
 
@@ -69,24 +68,36 @@ std::optional<double> MeasuredGemmTable::time_ns(hal::DType dtype, std::int64_t 
                                    });
   if (at != sites.end() && at->n == n && at->k == k) return curve_ns(*at, m, roofline);
   // Off the sites: the nearest sites' utilisation at this m.
-  std::vector<std::pair<double, const Site*>> near;
-  for (const Site& s : sites) {
-    const double d = std::hypot(std::log2(static_cast<double>(n) / static_cast<double>(s.n)),
-                                std::log2(static_cast<double>(k) / static_cast<double>(s.k)));
-    if (d <= kMaxOctaves) near.emplace_back(d, &s);
-  }
-  if (near.empty()) return std::nullopt;
-  const std::size_t keep = std::min(near.size(), kNearestSites);
-  std::partial_sort(near.begin(), near.begin() + static_cast<std::ptrdiff_t>(keep), near.end(),
-                    [](const auto& a, const auto& b) { return a.first < b.first; });
+  const Neighbours& near = neighbours(dtype, n, k);
+  if (near.count == 0) return std::nullopt;
   double weights = 0, utilisation = 0;
-  for (std::size_t i = 0; i < keep; ++i) {
-    const auto [d, s] = near[i];
+  for (std::size_t i = 0; i < near.count; ++i) {
+    const auto [d, site] = near.nearest[i];
+    const Site& s = sites[site];
     const double w = 1.0 / (d * d);
     weights += w;
-    utilisation += w * roofline(m, s->n, s->k) / curve_ns(*s, m, roofline);
+    utilisation += w * roofline(m, s.n, s.k) / curve_ns(s, m, roofline);
   }
   return roofline(m, n, k) / (utilisation / weights);
+}
+
+const MeasuredGemmTable::Neighbours& MeasuredGemmTable::neighbours(hal::DType dtype, std::int64_t n,
+                                                                   std::int64_t k) const {
+  const auto [at, fresh] = neighbours_.try_emplace({dtype, n, k});
+  if (!fresh) return at->second;
+  const auto& sites = sites_[static_cast<std::size_t>(dtype)];
+  std::vector<std::pair<double, std::size_t>> near;
+  for (std::size_t i = 0; i < sites.size(); ++i) {
+    const double d = std::hypot(std::log2(static_cast<double>(n) / static_cast<double>(sites[i].n)),
+                                std::log2(static_cast<double>(k) / static_cast<double>(sites[i].k)));
+    if (d <= kMaxOctaves) near.emplace_back(d, i);
+  }
+  Neighbours& out = at->second;
+  out.count = std::min(near.size(), out.nearest.size());
+  std::partial_sort(near.begin(), near.begin() + static_cast<std::ptrdiff_t>(out.count), near.end(),
+                    [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::copy_n(near.begin(), out.count, out.nearest.begin());
+  return out;
 }
 
 }  // namespace nvl::fakegpu

@@ -9,10 +9,13 @@
 //     octaves in log2 n and log2 k, weighted by inverse squared distance, and divides its own roofline
 //     time by it;
 //   - nothing within two octaves, or a dtype the table lacks: no time (the caller prices the roofline).
+#include <array>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
 #include <optional>
+#include <map>
+#include <tuple>
 #include <vector>
 
 #include "engine/hal/device_info.h"
@@ -40,9 +43,20 @@ class MeasuredGemmTable {
     std::vector<std::int64_t> m;  // ascending
     std::vector<double> ns;
   };
+  // The sites an off-site (n, k) reads, nearest first: their distances in octaves and their indices in
+  // sites_[dtype] (none: count 0).
+  struct Neighbours {
+    std::array<std::pair<double, std::size_t>, 4> nearest{};
+    std::size_t count = 0;
+  };
+
   double curve_ns(const Site& s, std::int64_t m, const Roofline& roofline) const;
+  const Neighbours& neighbours(hal::DType dtype, std::int64_t n, std::int64_t k) const;
 
   std::vector<std::vector<Site>> sites_;  // by DType, each sorted by (n, k)
+  // Each off-site shape's neighbours, found once: they depend on (dtype, n, k) alone, and a run asks for the
+  // same few shapes at every m, step after step.
+  mutable std::map<std::tuple<hal::DType, std::int64_t, std::int64_t>, Neighbours> neighbours_;
 };
 
 }  // namespace nvl::fakegpu

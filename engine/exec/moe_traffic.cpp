@@ -20,6 +20,9 @@ void MoeTraffic::set_placement(const ExpertPlacement& placement) {
     }
   }
   pairs_.assign(static_cast<std::size_t>(ranks_ * ranks_), 0);
+  to_ = pairs_;
+  pairs_set_.clear();
+  slots_set_.clear();
   rank_pairs_.assign(static_cast<std::size_t>(ranks_), 0);
   slots_hit_.assign(static_cast<std::size_t>(ranks_), 0);
   ++version_;
@@ -30,10 +33,17 @@ void MoeTraffic::assign(std::span<const std::vector<hal::RoutedExpert>> routed) 
     throw std::invalid_argument("MoE traffic: routing of " + std::to_string(routed.size()) + " members for " +
                                 std::to_string(ranks_) + " EP ranks");
   }
-  std::fill(pairs_.begin(), pairs_.end(), 0);
+  // Only what the last step set is cleared: a decode step's few tokens a rank touch a small part of the
+  // ranks x ranks pairs and of the slots, and the whole of them is cleared for every MoE layer.
+  for (const std::size_t i : pairs_set_) {
+    pairs_[i] = 0;
+    to_[transposed(i)] = 0;
+  }
+  pairs_set_.clear();
+  for (const Slot& s : slots_set_) hit_[static_cast<std::size_t>(s.rank)][static_cast<std::size_t>(s.slot)] = 0;
+  slots_set_.clear();
   std::fill(rank_pairs_.begin(), rank_pairs_.end(), 0);
   std::fill(slots_hit_.begin(), slots_hit_.end(), 0);
-  for (auto& h : hit_) std::fill(h.begin(), h.end(), 0);
   for (std::int64_t r = 0; r < ranks_; ++r) {
     for (const hal::RoutedExpert& x : routed[static_cast<std::size_t>(r)]) {
       const auto e = static_cast<std::size_t>(x.expert);
@@ -48,11 +58,17 @@ void MoeTraffic::assign(std::span<const std::vector<hal::RoutedExpert>> routed) 
         const std::int64_t got = base + (j < extra ? 1 : 0);
         if (got == 0) continue;
         const Slot& s = copies[static_cast<std::size_t>((r + j) % n)];
-        pairs_[static_cast<std::size_t>(r * ranks_ + s.rank)] += got;
+        const auto pair = static_cast<std::size_t>(r * ranks_ + s.rank);
+        if (pairs_[pair] == 0) pairs_set_.push_back(pair);
+        pairs_[pair] += got;
+        to_[transposed(pair)] += got;
         rank_pairs_[static_cast<std::size_t>(s.rank)] += got;
         char& h = hit_[static_cast<std::size_t>(s.rank)][static_cast<std::size_t>(s.slot)];
-        slots_hit_[static_cast<std::size_t>(s.rank)] += h == 0 ? 1 : 0;
-        h = 1;
+        if (h == 0) {
+          ++slots_hit_[static_cast<std::size_t>(s.rank)];
+          slots_set_.push_back(s);
+          h = 1;
+        }
       }
     }
   }
@@ -73,8 +89,8 @@ std::vector<std::uint64_t> MoeTraffic::dispatch_row(std::int64_t r, std::uint64_
 std::vector<std::uint64_t> MoeTraffic::combine_row(std::int64_t d, std::uint64_t bytes_per_pair) const {
   const auto n = static_cast<std::size_t>(ranks_);
   std::vector<std::uint64_t> row(n);
-  const std::int64_t* to = pairs_.data() + static_cast<std::size_t>(d);
-  for (std::size_t r = 0; r < n; ++r) row[r] = static_cast<std::uint64_t>(to[r * n]) * bytes_per_pair;
+  const std::int64_t* to = to_.data() + static_cast<std::size_t>(d) * n;
+  for (std::size_t r = 0; r < n; ++r) row[r] = static_cast<std::uint64_t>(to[r]) * bytes_per_pair;
   row[static_cast<std::size_t>(d)] = 0;
   return row;
 }

@@ -29,5 +29,33 @@ TEST(MoeTraffic, RowsCarryThePairsEachRankSendsAndGetsBackNoneToItself) {
   EXPECT_EQ(traffic.expert_pairs(0), 4 + 2 + 1);
 }
 
+// Each step starts from nothing: what the last step routed leaves no pair, slot or row entry behind, after
+// a sparse step as after a dense one (the step clears only what the last one set).
+TEST(MoeTraffic, AStepKeepsNothingOfTheStepBefore) {
+  const ExpertPlacement placement(uniform_expert_load(6), 3, 0);
+  auto on = [&](std::int64_t rank, std::size_t slot) {
+    return static_cast<std::int32_t>(placement.experts_on(rank).at(slot));
+  };
+  MoeTraffic traffic(placement);
+  traffic.assign(std::vector<std::vector<hal::RoutedExpert>>{
+      {{on(1, 0), 3}, {on(1, 1), 2}, {on(2, 0), 1}}, {{on(0, 0), 4}, {on(0, 1), 1}}, {{on(1, 1), 6}}});
+  EXPECT_EQ(traffic.slots_hit(1), 2);
+  // The next step: rank 0 sends one pair to rank 2's second expert; nothing else moves.
+  traffic.assign(std::vector<std::vector<hal::RoutedExpert>>{{{on(2, 1), 1}}, {}, {}});
+  EXPECT_EQ(traffic.dispatch_row(0, 10), (Row{0, 0, 10}));
+  EXPECT_EQ(traffic.dispatch_row(1, 10), (Row{0, 0, 0}));
+  EXPECT_EQ(traffic.dispatch_row(2, 10), (Row{0, 0, 0}));
+  EXPECT_EQ(traffic.combine_row(2, 1), (Row{1, 0, 0}));
+  for (std::int64_t d = 0; d < 3; ++d) {
+    EXPECT_EQ(traffic.expert_pairs(d), d == 2 ? 1 : 0) << "rank " << d;
+    EXPECT_EQ(traffic.slots_hit(d), d == 2 ? 1 : 0) << "rank " << d;
+  }
+  // And the step after that hits rank 2's first expert, whose slot the first step had set.
+  traffic.assign(std::vector<std::vector<hal::RoutedExpert>>{{}, {}, {{on(2, 0), 2}}});
+  EXPECT_EQ(traffic.slots_hit(2), 1);
+  EXPECT_EQ(traffic.expert_pairs(2), 2);
+  EXPECT_EQ(traffic.dispatch_row(0, 10), (Row{0, 0, 0}));
+}
+
 }  // namespace
 }  // namespace nvl::engine

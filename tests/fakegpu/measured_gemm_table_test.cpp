@@ -144,6 +144,35 @@ TEST(MeasuredGemmTable, ShapesOffTheSitesTakeTheNearestSitesUtilisation) {
   EXPECT_LE(median, 0.10);
 }
 
+// An off-site shape's neighbours are found once and kept: a table that has priced many shapes since gives
+// every shape, at every m, the time a fresh table gives it, to the bit.
+TEST(MeasuredGemmTable, KeptNeighboursPriceAsAFreshTableDoes) {
+  const MeasuredGemmTable used = MeasuredGemmTable::load(table_file("sglang"));
+  const std::vector<std::pair<std::int64_t, std::int64_t>> shapes = {{6144, 2560}, {2560, 6144}, {3000, 7000},
+                                                                     {24576, 6144}, {12345, 678}};
+  const std::vector<std::int64_t> ms = {1, 7, 64, 300, 4096, 20000};
+  for (const DType dtype : {DType::fp8, DType::bf16}) {
+    for (const auto& [n, k] : shapes) {
+      for (const std::int64_t m : ms) (void)used.time_ns(dtype, m, n, k, roofline(dtype));
+    }
+  }
+  int off_site = 0;
+  for (const DType dtype : {DType::fp8, DType::bf16}) {
+    for (const auto& [n, k] : shapes) {
+      for (const std::int64_t m : ms) {
+        const MeasuredGemmTable fresh = MeasuredGemmTable::load(table_file("sglang"));
+        const auto want = fresh.time_ns(dtype, m, n, k, roofline(dtype));
+        const auto got = used.time_ns(dtype, m, n, k, roofline(dtype));
+        ASSERT_EQ(want.has_value(), got.has_value()) << n << "x" << k;
+        if (!want) continue;
+        EXPECT_EQ(*want, *got) << "m " << m << ", n " << n << ", k " << k;
+        ++off_site;
+      }
+    }
+  }
+  EXPECT_GT(off_site, 30);  // most of these shapes are priced, not left to the roofline
+}
+
 TEST(MeasuredGemmTable, AGemmCostsWhatTheTableSaysAndTheRestTheRoofline) {
   Rig rig("gb300");
   const DeviceProfile& profile = rig.fleet->profile();
