@@ -89,8 +89,13 @@ void FabricCommGroup::repeat(int rank, hal::SharedCollectiveOp op, std::size_t t
   }
   Repeat& r = repeats_.arrive(static_cast<std::size_t>(rank), [&] {
     Repeat fresh;
+    if (!spare_repeats_.empty()) {
+      fresh = std::move(spare_repeats_.back());
+      spare_repeats_.pop_back();
+      fresh.moving = rt::Time();
+    }
     fresh.ops.resize(static_cast<std::size_t>(n));
-    fresh.done.resize(static_cast<std::size_t>(n));
+    fresh.done.assign(static_cast<std::size_t>(n), nullptr);
     fresh.end.resize(static_cast<std::size_t>(n));
     return fresh;
   });
@@ -101,7 +106,10 @@ void FabricCommGroup::repeat(int rank, hal::SharedCollectiveOp op, std::size_t t
   r.end[ur] = now + span;
   r.moving = std::max(r.moving, now + lead);
   r.times = times;
-  repeats_.take_complete([&](Repeat& front) { start_repeat(front); });
+  repeats_.take_complete([&](Repeat& front) {
+    start_repeat(front);
+    spare_repeats_.push_back(std::move(front));
+  });
 }
 
 void FabricCommGroup::start_repeat(Repeat& r) {

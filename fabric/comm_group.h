@@ -146,6 +146,7 @@ class FabricCommGroup final : public hal::CommGroup {
   ArrivalQueue<Call> calls_;
   std::vector<Call> spare_calls_;             // calls started, kept for their buffers
   ArrivalQueue<Repeat> repeats_;
+  std::vector<Repeat> spare_repeats_;         // repeats started, kept for their buffers
   std::deque<FastRun> fast_runs_;             // a deque: a run's callbacks may start another run
   std::vector<std::uint32_t> free_fast_runs_;  // slots of fast_runs_ not in flight
   CollectivePlan plan_;                       // the last plan made, kept for its buffers
