@@ -13,8 +13,8 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
-#include <optional>
 #include <map>
+#include <optional>
 #include <tuple>
 #include <vector>
 
@@ -55,7 +55,7 @@ class MeasuredGemmTable {
 
   std::vector<std::vector<Site>> sites_;  // by DType, each sorted by (n, k)
   // Each off-site shape's neighbours, found once: they depend on (dtype, n, k) alone, and a run asks for the
-  // same few shapes at every m, step after step.
+  // same few shapes at every m, step after step. Filled by const lookups: the emulator prices on one thread.
   mutable std::map<std::tuple<hal::DType, std::int64_t, std::int64_t>, Neighbours> neighbours_;
 };
 

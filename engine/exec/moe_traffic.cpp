@@ -33,8 +33,8 @@ void MoeTraffic::assign(std::span<const std::vector<hal::RoutedExpert>> routed) 
     throw std::invalid_argument("MoE traffic: routing of " + std::to_string(routed.size()) + " members for " +
                                 std::to_string(ranks_) + " EP ranks");
   }
-  // Only what the last step set is cleared: a decode step's few tokens a rank touch a small part of the
-  // ranks x ranks pairs and of the slots, and the whole of them is cleared for every MoE layer.
+  // Only what the last step set is cleared: a decode step's few tokens a rank set a small part of the
+  // ranks x ranks pairs and of the slots, and this runs for every MoE layer of every step.
   for (const std::size_t i : pairs_set_) {
     pairs_[i] = 0;
     to_[transposed(i)] = 0;
