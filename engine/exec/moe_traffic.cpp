@@ -20,7 +20,6 @@ void MoeTraffic::set_placement(const ExpertPlacement& placement) {
     }
   }
   pairs_.assign(static_cast<std::size_t>(ranks_ * ranks_), 0);
-  to_ = pairs_;
   pairs_set_.clear();
   slots_set_.clear();
   rank_pairs_.assign(static_cast<std::size_t>(ranks_), 0);
@@ -35,10 +34,7 @@ void MoeTraffic::assign(std::span<const std::vector<hal::RoutedExpert>> routed) 
   }
   // Only what the last step set is cleared: a decode step's few tokens a rank set a small part of the
   // ranks x ranks pairs and of the slots, and this runs for every MoE layer of every step.
-  for (const std::size_t i : pairs_set_) {
-    pairs_[i] = 0;
-    to_[transposed(i)] = 0;
-  }
+  for (const std::size_t i : pairs_set_) pairs_[i] = 0;
   pairs_set_.clear();
   for (const Slot& s : slots_set_) hit_[static_cast<std::size_t>(s.rank)][static_cast<std::size_t>(s.slot)] = 0;
   slots_set_.clear();
@@ -61,7 +57,6 @@ void MoeTraffic::assign(std::span<const std::vector<hal::RoutedExpert>> routed) 
         const auto pair = static_cast<std::size_t>(r * ranks_ + s.rank);
         if (pairs_[pair] == 0) pairs_set_.push_back(pair);
         pairs_[pair] += got;
-        to_[transposed(pair)] += got;
         rank_pairs_[static_cast<std::size_t>(s.rank)] += got;
         char& h = hit_[static_cast<std::size_t>(s.rank)][static_cast<std::size_t>(s.slot)];
         if (h == 0) {
@@ -89,8 +84,8 @@ std::vector<std::uint64_t> MoeTraffic::dispatch_row(std::int64_t r, std::uint64_
 std::vector<std::uint64_t> MoeTraffic::combine_row(std::int64_t d, std::uint64_t bytes_per_pair) const {
   const auto n = static_cast<std::size_t>(ranks_);
   std::vector<std::uint64_t> row(n);
-  const std::int64_t* to = to_.data() + static_cast<std::size_t>(d) * n;
-  for (std::size_t r = 0; r < n; ++r) row[r] = static_cast<std::uint64_t>(to[r]) * bytes_per_pair;
+  const std::int64_t* to = pairs_.data() + static_cast<std::size_t>(d);
+  for (std::size_t r = 0; r < n; ++r) row[r] = static_cast<std::uint64_t>(to[r * n]) * bytes_per_pair;
   row[static_cast<std::size_t>(d)] = 0;
   return row;
 }

@@ -37,16 +37,9 @@ class MoeTraffic {
     std::int32_t rank = 0;
     std::int32_t slot = 0;  // its index among the rank's slots
   };
-  // pairs_'s entry i in to_.
-  std::size_t transposed(std::size_t i) const {
-    const auto n = static_cast<std::size_t>(ranks_);
-    return (i % n) * n + i / n;
-  }
-
   std::int64_t ranks_ = 0;
   std::vector<std::vector<Slot>> holders_;  // per expert: its copies
   std::vector<std::int64_t> pairs_;         // ranks x ranks, by source then destination
-  std::vector<std::int64_t> to_;            // the same by destination then source: combine rows read in a run
   std::vector<std::int64_t> rank_pairs_;
   std::vector<std::int64_t> slots_hit_;
   std::vector<std::vector<char>> hit_;  // per rank, per slot: got a pair this step
