@@ -22,6 +22,15 @@ std::string_view kind_name(hal::CollectiveKind k) {
   }
   return "collective";
 }
+
+// A started call's slot back from `spares` (its buffers kept), else a new one.
+template <typename Slot>
+Slot reused(std::vector<Slot>& spares) {
+  if (spares.empty()) return Slot{};
+  Slot s = std::move(spares.back());
+  spares.pop_back();
+  return s;
+}
 }  // namespace
 
 FabricCommGroup::FabricCommGroup(Fabric& fabric, CollectivePricer& pricer, std::string name,
@@ -57,13 +66,8 @@ void FabricCommGroup::arrive(int rank, hal::SharedCollectiveOp op, hal::Collecti
     return;
   }
   Call& call = calls_.arrive(static_cast<std::size_t>(rank), [&] {
-    Call c;
-    if (spare_calls_.empty()) {
-      c.ops.resize(static_cast<std::size_t>(n));
-    } else {
-      c = std::move(spare_calls_.back());
-      spare_calls_.pop_back();
-    }
+    Call c = reused(spare_calls_);
+    c.ops.resize(static_cast<std::size_t>(n));
     // Emptied by the run that took the last call's callbacks, if any.
     c.done.resize(static_cast<std::size_t>(n));
     return c;
@@ -88,12 +92,8 @@ void FabricCommGroup::repeat(int rank, hal::SharedCollectiveOp op, std::size_t t
     return;
   }
   Repeat& r = repeats_.arrive(static_cast<std::size_t>(rank), [&] {
-    Repeat fresh;
-    if (!spare_repeats_.empty()) {
-      fresh = std::move(spare_repeats_.back());
-      spare_repeats_.pop_back();
-      fresh.moving = rt::Time();
-    }
+    Repeat fresh = reused(spare_repeats_);
+    fresh.moving = rt::Time();
     fresh.ops.resize(static_cast<std::size_t>(n));
     fresh.done.assign(static_cast<std::size_t>(n), nullptr);
     fresh.end.resize(static_cast<std::size_t>(n));
